@@ -1,0 +1,358 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/vc-mcp/vc-mcp/memory/summarize"
+	"github.com/vc-mcp/vc-mcp/memory/tagging"
+)
+
+// Sentinel errors. Every error returned by Store wraps at most one of them,
+// with a message that says what to change. ErrInvalid, ErrNotFound and
+// ErrTooLarge are the caller's mistakes (tool results with isError); the rest
+// are faults.
+var (
+	// ErrInvalid: an argument is malformed or out of range.
+	ErrInvalid = errors.New("invalid argument")
+	// ErrNotFound: the conversation or tag does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrTooLarge: a message or batch exceeds a configured limit.
+	ErrTooLarge = errors.New("too large")
+	// ErrLocked: another process holds the data directory.
+	ErrLocked = errors.New("data directory is locked")
+	// ErrClosed: the store has been closed.
+	ErrClosed = errors.New("store is closed")
+)
+
+// Embedder turns texts into L2-normalised vectors of equal length. It is the
+// seam for semantic memory; a nil Embedder means lexical signals only.
+// Implementations must be safe for concurrent use.
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// Tagger tags one turn. nil means the deterministic keyword tagger.
+type Tagger interface {
+	Tag(ctx context.Context, in tagging.Input) (tagging.Result, error)
+}
+
+// Summarizer writes Layer 1 and Layer 2 summaries. nil means extractive.
+type Summarizer interface {
+	Summarize(ctx context.Context, in summarize.Input) (summarize.Result, error)
+}
+
+// Readiness is optionally implemented by an Embedder, Tagger or Summarizer
+// that may not be usable yet (a model still loading, a provider failing).
+// Status reports whether it is ready and, if not, why.
+type Readiness interface {
+	Ready() (ok bool, reason string)
+}
+
+// Options configure Open. The zero value of every field means its default.
+type Options struct {
+	// Dir is the data directory (created if missing). Required.
+	Dir string
+	// DefaultConversation names the memory space used when a request has no
+	// conversation id. Default "default".
+	DefaultConversation string
+	// ContextWindow is the client model's window in cl100k tokens (default 120000).
+	ContextWindow int
+	// SoftThreshold and HardThreshold are fractions of ContextWindow at which
+	// compaction starts (defaults 0.70 and 0.85).
+	SoftThreshold, HardThreshold float64
+	// ProtectedTurns is how many most recent turns compaction never touches (default 6).
+	ProtectedTurns int
+	// MaxMessageBytes limits one message's content (default 1 MiB).
+	MaxMessageBytes int
+	// LockTimeout is how long Open waits for another process to release the
+	// data directory (default 1s).
+	LockTimeout time.Duration
+	// Embedder, Tagger and Summarizer are optional seams (nil = built-in).
+	Embedder   Embedder
+	Tagger     Tagger
+	Summarizer Summarizer
+	// Logger receives operational logs (never conversation text above Debug).
+	Logger *slog.Logger
+	// Now returns the current time (tests); default time.Now.
+	Now func() time.Time
+}
+
+// Message is one message as a client sends it. Content is a JSON string or
+// an array of content blocks (text, tool_use, tool_result, image...);
+// ToolCalls holds OpenAI-style tool calls. Ingest normalises them.
+type Message struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name,omitempty"`
+	Timestamp  string          `json:"timestamp,omitempty"`
+	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+}
+
+// Progress reports long-running work: done of total, with a short message.
+type Progress func(done, total int, message string)
+
+// IngestRequest is one compact_context call.
+type IngestRequest struct {
+	ConversationID string
+	Messages       []Message
+	// Force compacts now, whatever the thresholds say.
+	Force    bool
+	Progress Progress
+}
+
+// IngestResult says what an Ingest did.
+type IngestResult struct {
+	ConversationID string `json:"conversation_id"`
+	// Stored counts new turns appended to the master log.
+	Stored int `json:"stored"`
+	// Duplicates counts messages already stored (not stored again).
+	Duplicates int `json:"duplicates"`
+	// Skipped counts empty messages (e.g. tool-only turns): stored, not indexed.
+	Skipped int `json:"skipped"`
+	// TurnIDs are the ids of the stored turns, in order.
+	TurnIDs []string `json:"turn_ids"`
+	// Tags are the tags assigned to the stored turns (deduplicated, in first-seen order).
+	Tags []string `json:"tags"`
+	// SegmentsCompacted and TokensFreed describe the compaction, if one ran.
+	SegmentsCompacted int  `json:"segments_compacted"`
+	TokensFreed       int  `json:"tokens_freed"`
+	Compacted         bool `json:"compacted"`
+	// ActiveTokens is the uncompacted conversation size after the call.
+	ActiveTokens int `json:"active_tokens"`
+	// TotalTurns is the conversation's turn count after the call.
+	TotalTurns int `json:"total_turns"`
+}
+
+// Scope of a read.
+type Scope string
+
+const (
+	ScopeConversation Scope = "conversation"
+	ScopeAll          Scope = "all"
+)
+
+// RecallRequest is one recall_context call. It is read-only.
+type RecallRequest struct {
+	ConversationID string
+	Message        string
+	// MaxTokens bounds Text in cl100k tokens, headers included (default 2000).
+	MaxTokens int
+	Scope     Scope
+}
+
+// RecallResult is the assembled context and why each piece is there.
+type RecallResult struct {
+	// Text is plain text that fits in MaxTokens cl100k tokens.
+	Text   string `json:"-"`
+	Tokens int    `json:"tokens"`
+	// MatchedTags are the query's tags, best first.
+	MatchedTags []string `json:"matched_tags"`
+	Broad       bool     `json:"broad"`
+	Temporal    bool     `json:"temporal"`
+	// TurnIDs are the past turns included verbatim, in the order they appear.
+	TurnIDs []string `json:"turn_ids"`
+	// Summaries are the summaries included.
+	Summaries []SummaryRef `json:"summaries"`
+	// Breakdown says where the tokens went.
+	Breakdown TokenBreakdown `json:"breakdown"`
+	// Signals lists which ranking signals took part ("tags", "bm25", "dense", "time", "speaker", "recency").
+	Signals []string `json:"signals"`
+}
+
+// SummaryRef names a summary used in an assembly.
+type SummaryRef struct {
+	Kind           string `json:"kind"` // "segment" or "tag"
+	ID             string `json:"id"`
+	Tag            string `json:"tag"`
+	ConversationID string `json:"conversation_id"`
+	Tokens         int    `json:"tokens"`
+}
+
+// TokenBreakdown splits an assembly's tokens by part.
+type TokenBreakdown struct {
+	Turns     int `json:"turns"`
+	Summaries int `json:"summaries"`
+	Headers   int `json:"headers"`
+	TopicHint int `json:"topic_hint"`
+	Budget    int `json:"budget"`
+}
+
+// Depth of a topic in the working set.
+type Depth string
+
+const (
+	DepthNone     Depth = "none"
+	DepthSummary  Depth = "summary"
+	DepthSegments Depth = "segments"
+	DepthFull     Depth = "full"
+)
+
+// ExpandRequest is one expand_topic call.
+type ExpandRequest struct {
+	ConversationID string
+	Tag            string
+	Depth          Depth // DepthSegments or DepthFull
+	MaxTokens      int   // default 4000
+}
+
+// ExpandResult holds the topic's content at the asked depth.
+type ExpandResult struct {
+	ConversationID string `json:"conversation_id"`
+	Tag            string `json:"tag"`
+	Depth          Depth  `json:"depth"`
+	Text           string `json:"-"`
+	Tokens         int    `json:"tokens"`
+	// Truncated is true when the topic has more than fit in MaxTokens.
+	Truncated bool     `json:"truncated"`
+	TurnIDs   []string `json:"turn_ids"`
+	// Evicted are topics collapsed to make room in the working set.
+	Evicted    []string       `json:"evicted"`
+	WorkingSet []WorkingEntry `json:"working_set"`
+}
+
+// CollapseRequest is one collapse_topic call.
+type CollapseRequest struct {
+	ConversationID string
+	Tag            string
+	Depth          Depth // DepthSummary or DepthNone
+}
+
+// CollapseResult says what a collapse freed.
+type CollapseResult struct {
+	ConversationID string         `json:"conversation_id"`
+	Tag            string         `json:"tag"`
+	Depth          Depth          `json:"depth"`
+	TokensFreed    int            `json:"tokens_freed"`
+	WorkingSet     []WorkingEntry `json:"working_set"`
+}
+
+// WorkingEntry is one topic's place in a conversation's working set.
+type WorkingEntry struct {
+	Tag        string    `json:"tag"`
+	Depth      Depth     `json:"depth"`
+	Tokens     int       `json:"tokens"`
+	LastAccess time.Time `json:"last_access"`
+}
+
+// FindQuoteRequest is one find_quote call.
+type FindQuoteRequest struct {
+	ConversationID string
+	Query          string
+	MaxResults     int // default 5, at most 50
+	Since, Until   time.Time
+	Speaker        string
+	Scope          Scope
+}
+
+// Quote is one find_quote hit.
+type Quote struct {
+	TurnID         string    `json:"turn_id"`
+	ConversationID string    `json:"conversation_id"`
+	Role           string    `json:"role"`
+	Speaker        string    `json:"speaker,omitempty"`
+	Timestamp      time.Time `json:"timestamp"`
+	// Excerpt is the matching passage with matched terms marked **like this**.
+	Excerpt string   `json:"excerpt"`
+	Tags    []string `json:"tags"`
+	Ref     LogRef   `json:"ref"`
+	Score   float64  `json:"score"`
+	// Match is "lexical" or "semantic".
+	Match string `json:"match"`
+}
+
+// LogRef locates a turn in its master log: bytes [Start, End) of File.
+type LogRef struct {
+	File  string `json:"file"`
+	Start int64  `json:"start"`
+	End   int64  `json:"end"`
+}
+
+// FindQuoteResult holds the hits, best first.
+type FindQuoteResult struct {
+	Query  string  `json:"query"`
+	Quotes []Quote `json:"quotes"`
+}
+
+// Status describes one conversation's memory (domain_status).
+type Status struct {
+	ConversationID string      `json:"conversation_id"`
+	Tags           []TagStatus `json:"tags"`
+	Totals         Totals      `json:"totals"`
+	Features       Features    `json:"features"`
+}
+
+// TagStatus is one tag's line in a Status.
+type TagStatus struct {
+	Tag           string    `json:"tag"`
+	Turns         int       `json:"turns"`
+	Segments      int       `json:"segments"`
+	FullTokens    int       `json:"full_tokens"`
+	SummaryTokens int       `json:"summary_tokens"`
+	FirstSeen     time.Time `json:"first_seen"`
+	LastSeen      time.Time `json:"last_seen"`
+	Depth         Depth     `json:"depth"`
+	Description   string    `json:"description,omitempty"`
+}
+
+// Totals are store-wide or conversation-wide counts.
+type Totals struct {
+	Conversations   int   `json:"conversations"`
+	Turns           int   `json:"turns"`
+	Segments        int   `json:"segments"`
+	TagSummaries    int   `json:"tag_summaries"`
+	Tokens          int   `json:"tokens"`
+	ActiveTokens    int   `json:"active_tokens"`
+	CompactedTokens int   `json:"compacted_tokens"`
+	LogBytes        int64 `json:"log_bytes"`
+}
+
+// Features says what is enabled, and why not when it is not.
+type Features struct {
+	Embeddings       bool   `json:"embeddings"`
+	EmbeddingsReason string `json:"embeddings_reason,omitempty"`
+	LLM              bool   `json:"llm"`
+	LLMReason        string `json:"llm_reason,omitempty"`
+}
+
+// Domain is one tag's full view (the virtualcontext://domains/{tag} resource).
+type Domain struct {
+	ConversationID string     `json:"conversation_id"`
+	Tag            string     `json:"tag"`
+	Description    string     `json:"description,omitempty"`
+	Summary        string     `json:"summary,omitempty"`
+	Segments       []Segment  `json:"segments"`
+	Status         TagStatus  `json:"status"`
+}
+
+// Segment is a Layer 1 unit: contiguous turns sharing a primary tag.
+type Segment struct {
+	ID             string    `json:"id"`
+	ConversationID string    `json:"conversation_id"`
+	Primary        string    `json:"primary"`
+	Tags           []string  `json:"tags"`
+	FirstTurn      string    `json:"first_turn"`
+	LastTurn       string    `json:"last_turn"`
+	Turns          int       `json:"turns"`
+	Start          time.Time `json:"start"`
+	End            time.Time `json:"end"`
+	Summary        string    `json:"summary"`
+	SummaryTokens  int       `json:"summary_tokens"`
+	FullTokens     int       `json:"full_tokens"`
+	Method         string    `json:"method"`
+	Version        string    `json:"version"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+// ConversationInfo lists a conversation.
+type ConversationInfo struct {
+	ID        string    `json:"id"`
+	Turns     int       `json:"turns"`
+	Tokens    int       `json:"tokens"`
+	FirstSeen time.Time `json:"first_seen"`
+	LastSeen  time.Time `json:"last_seen"`
+}
