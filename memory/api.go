@@ -321,12 +321,12 @@ type Features struct {
 
 // Domain is one tag's full view (the virtualcontext://domains/{tag} resource).
 type Domain struct {
-	ConversationID string     `json:"conversation_id"`
-	Tag            string     `json:"tag"`
-	Description    string     `json:"description,omitempty"`
-	Summary        string     `json:"summary,omitempty"`
-	Segments       []Segment  `json:"segments"`
-	Status         TagStatus  `json:"status"`
+	ConversationID string    `json:"conversation_id"`
+	Tag            string    `json:"tag"`
+	Description    string    `json:"description,omitempty"`
+	Summary        string    `json:"summary,omitempty"`
+	Segments       []Segment `json:"segments"`
+	Status         TagStatus `json:"status"`
 }
 
 // Segment is a Layer 1 unit: contiguous turns sharing a primary tag.

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/vc-mcp/vc-mcp/embed"
+	"github.com/vc-mcp/vc-mcp/memory"
+	"github.com/vc-mcp/vc-mcp/memory/bench"
+)
+
+const benchUsage = `usage:
+  vc-mcp bench locomo --data PATH [--budgets 1000,2000,4000,8000] [--conversations conv-26,...]
+                      [--methods truncation,bm25,dense,hybrid,vc-mcp] [--model DIR] [--json FILE] [--svg DIR]
+  vc-mcp bench scale [--sizes 1000,10000] [--queries 200] [--binary PATH] [--json FILE] [--svg DIR]
+`
+
+// runBench runs "vc-mcp bench ...": args are the words after "bench".
+// Tables go to stdout, the progress bar and warnings to stderr.
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "bench" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		fmt.Fprint(stderr, benchUsage)
+		return errors.New("bench: name a benchmark: locomo or scale")
+	}
+	switch args[0] {
+	case "locomo":
+		return benchLoCoMo(ctx, args[1:], stdout, stderr)
+	case "scale":
+		return benchScale(ctx, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, benchUsage)
+		return nil
+	}
+	fmt.Fprint(stderr, benchUsage)
+	return fmt.Errorf("bench: unknown benchmark %q (want locomo or scale)", args[0])
+}
+
+func benchLoCoMo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench locomo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := fs.String("data", "", "LoCoMo JSON file (e.g. ../shared/bench/locomo/locomo-dev.json)")
+	budgets := fs.String("budgets", "1000,2000,4000,8000", "comma-separated token budgets")
+	convs := fs.String("conversations", "", "comma-separated sample ids to run (default all)")
+	methods := fs.String("methods", "truncation,bm25,dense,hybrid,vc-mcp", "comma-separated methods; dense and hybrid run only when a model is present")
+	jsonOut := fs.String("json", "", "also write the full report as JSON to FILE")
+	svgDir := fs.String("svg", "", "write recall-vs-budget.svg into DIR")
+	perQuestion := fs.Bool("per-question", false, "keep per-question scores in the JSON report")
+	modelDir := fs.String("model", "", "embedding model directory for dense, hybrid and vc-mcp's semantic signals (default: the default model dir, used when a model is there)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *data == "" {
+		return errors.New("bench locomo: --data is required")
+	}
+	bs, err := parseInts(*budgets)
+	if err != nil {
+		return fmt.Errorf("bench locomo: --budgets: %w", err)
+	}
+	all, err := bench.LoadLoCoMo(*data)
+	if err != nil {
+		return fmt.Errorf("bench locomo: %w", err)
+	}
+	selected, err := selectConversations(all, *convs)
+	if err != nil {
+		return fmt.Errorf("bench locomo: %w", err)
+	}
+	counter, err := bench.NewCounter()
+	if err != nil {
+		return fmt.Errorf("bench locomo: %w", err)
+	}
+	emb, err := benchEmbedder(ctx, *modelDir, stderr)
+	if err != nil {
+		return fmt.Errorf("bench locomo: %w", err)
+	}
+	opts := memory.Options{}
+	if emb != nil {
+		opts.Embedder = emb
+	}
+	var ms []bench.Method
+	for _, name := range splitList(*methods) {
+		switch name {
+		case "truncation":
+			ms = append(ms, bench.Truncation{Counter: counter})
+		case "bm25":
+			ms = append(ms, bench.BM25Method{Counter: counter})
+		case "dense", "hybrid":
+			switch {
+			case emb == nil:
+				fmt.Fprintf(stderr, "bench locomo: no embedding model: skipping %s\n", name)
+			case name == "dense":
+				ms = append(ms, bench.Dense{Counter: counter, Embedder: emb})
+			default:
+				ms = append(ms, bench.Hybrid{Counter: counter, Embedder: emb})
+			}
+		case "vc-mcp":
+			ms = append(ms, bench.VCMCP{Open: bench.StoreOpener(opts)})
+		default:
+			return fmt.Errorf("bench locomo: unknown method %q", name)
+		}
+	}
+	rep, err := bench.RunLoCoMo(ctx, bench.LoCoMoConfig{
+		Conversations: selected, Methods: ms, Budgets: bs, Counter: counter,
+		Progress: stderr, KeepQuestions: *perQuestion,
+	})
+	if err != nil {
+		return fmt.Errorf("bench locomo: %w", err)
+	}
+	if err := rep.WriteMarkdown(stdout); err != nil {
+		return fmt.Errorf("bench locomo: %w", err)
+	}
+	if *jsonOut != "" {
+		if err := writeFileWith(*jsonOut, rep.WriteJSON); err != nil {
+			return fmt.Errorf("bench locomo: %w", err)
+		}
+	}
+	if *svgDir != "" {
+		if err := writeSVG(*svgDir, "recall-vs-budget.svg", rep.RecallChart()); err != nil {
+			return fmt.Errorf("bench locomo: %w", err)
+		}
+	}
+	if n := rep.OverBudget(); n > 0 {
+		return fmt.Errorf("bench locomo: %d contexts exceeded their token budget (scored 0)", n)
+	}
+	return nil
+}
+
+func benchScale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench scale", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sizes := fs.String("sizes", "1000,10000", "comma-separated conversation sizes in turns (e.g. 1000,10000,100000)")
+	queries := fs.Int("queries", 200, "recall and find_quote queries per size")
+	binary := fs.String("binary", "", "vc-mcp binary to time initialize with (default: this executable)")
+	seed := fs.Uint64("seed", 1, "generator seed")
+	jsonOut := fs.String("json", "", "also write the report as JSON to FILE")
+	svgDir := fs.String("svg", "", "write latency-vs-turns.svg into DIR")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ns, err := parseInts(*sizes)
+	if err != nil {
+		return fmt.Errorf("bench scale: --sizes: %w", err)
+	}
+	bin := *binary
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			return fmt.Errorf("bench scale: find own executable: %w", err)
+		}
+	}
+	rep, err := bench.RunScale(ctx, bench.ScaleConfig{
+		Sizes: ns, Queries: *queries, Seed: *seed, Binary: bin,
+		Open: bench.StoreOpener(memory.Options{}), Progress: stderr,
+	})
+	if err != nil {
+		return fmt.Errorf("bench scale: %w", err)
+	}
+	if err := rep.WriteMarkdown(stdout); err != nil {
+		return fmt.Errorf("bench scale: %w", err)
+	}
+	if *jsonOut != "" {
+		if err := writeFileWith(*jsonOut, rep.WriteJSON); err != nil {
+			return fmt.Errorf("bench scale: %w", err)
+		}
+	}
+	if *svgDir != "" {
+		if err := writeSVG(*svgDir, "latency-vs-turns.svg", rep.LatencyChart()); err != nil {
+			return fmt.Errorf("bench scale: %w", err)
+		}
+	}
+	return nil
+}
+
+// benchEmbedder loads the embedding model in dir. With no dir it tries the
+// default model directory and returns nil (lexical only) when no model is
+// there; an explicit dir that does not load is an error.
+func benchEmbedder(ctx context.Context, dir string, stderr io.Writer) (*embed.Model, error) {
+	explicit := dir != ""
+	if !explicit {
+		dir = embed.DefaultDir()
+	}
+	m, err := embed.Load(ctx, dir, nil)
+	switch {
+	case err == nil:
+		fmt.Fprintf(stderr, "bench locomo: embedding model %s (%d dims)\n", dir, m.Dim())
+		return m, nil
+	case explicit:
+		return nil, fmt.Errorf("load embedding model: %w", err)
+	case errors.Is(err, embed.ErrNoModel):
+		return nil, nil
+	}
+	fmt.Fprintf(stderr, "bench locomo: embedding model at %s not usable (%v): lexical only\n", dir, err)
+	return nil, nil
+}
+
+func selectConversations(all []*bench.Conversation, list string) ([]*bench.Conversation, error) {
+	ids := splitList(list)
+	if len(ids) == 0 {
+		return all, nil
+	}
+	byID := map[string]*bench.Conversation{}
+	for _, c := range all {
+		byID[c.ID] = c
+	}
+	out := make([]*bench.Conversation, 0, len(ids))
+	for _, id := range ids {
+		c, ok := byID[id]
+		if !ok {
+			return nil, fmt.Errorf("no conversation %q in the data", id)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, p := range splitList(s) {
+		n, err := strconv.Atoi(p)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive integer", p)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("empty list")
+	}
+	return out, nil
+}
+
+// writeFileWith writes a file atomically: temp file, fsync, rename.
+func writeFileWith(path string, write func(io.Writer) error) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".bench-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	err = write(f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		return errors.Join(fmt.Errorf("write %s: %w", path, err), os.Remove(f.Name()))
+	}
+	return nil
+}
+
+func writeSVG(dir, name string, c bench.Chart) error {
+	return writeFileWith(filepath.Join(dir, name), func(w io.Writer) error {
+		_, err := w.Write(c.SVG())
+		return err
+	})
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/vc-mcp/vc-mcp/mcp"
+	"github.com/vc-mcp/vc-mcp/memory"
+)
+
+// lockTimeout bounds how long serve waits for another process to release
+// the data directory: a second server should fail fast, naming the holder.
+const lockTimeout = 250 * time.Millisecond
+
+func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	cfg, rest, err := loadConfig("serve", args, os.Getenv, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("serve: unexpected argument %q (flags start with --)", rest[0])
+	}
+	log, closeLog, err := newLogger(cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+
+	var httpListener net.Listener
+	if cfg.HTTPAddr != "" {
+		// Check and bind before opening the store, so a bad address costs nothing.
+		if httpListener, err = listen(cfg); err != nil {
+			return err
+		}
+		defer httpListener.Close()
+	}
+
+	opts := memoryOptions(cfg, log)
+	sm, err := wireSeams(ctx, cfg, &opts, log)
+	if err != nil {
+		return err
+	}
+	defer sm.close()
+	store, err := memory.Open(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", cfg.DataDir, err)
+	}
+	log.Info("memory opened", "data_dir", cfg.DataDir, "version", buildVersion())
+
+	srv := mcp.NewServer(store, mcp.Options{Version: buildVersion(), Logger: log, Sampling: sm.sampling})
+	if httpListener != nil {
+		err = serveHTTP(ctx, httpListener, srv, cfg, log, stderr)
+	} else {
+		err = mcp.ServeStdio(ctx, srv, stdin, stdout, log)
+	}
+	if cerr := store.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("close %s: %w", cfg.DataDir, cerr))
+	}
+	return err
+}
+
+func memoryOptions(cfg settings, log *slog.Logger) memory.Options {
+	return memory.Options{
+		Dir:                 cfg.DataDir,
+		DefaultConversation: cfg.DefaultConversation,
+		ContextWindow:       cfg.ContextWindow,
+		SoftThreshold:       cfg.SoftThreshold,
+		HardThreshold:       cfg.HardThreshold,
+		ProtectedTurns:      cfg.ProtectedTurns,
+		MaxMessageBytes:     cfg.MaxMessageBytes,
+		LockTimeout:         lockTimeout,
+		Logger:              log,
+	}
+}
+
+// listen binds the HTTP address, refusing a non-loopback one unless
+// allow_remote is set: the server has no authentication of its own.
+func listen(cfg settings) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("http: %q is not host:port (e.g. 127.0.0.1:5757): %w", cfg.HTTPAddr, err)
+	}
+	if !cfg.AllowRemote && !mcp.IsLoopbackHost(host) {
+		return nil, fmt.Errorf("http: refusing to listen on %s, which is not a loopback address; use 127.0.0.1:PORT, or --allow-remote if a proxy with authentication is in front", cfg.HTTPAddr)
+	}
+	l, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("http: %w", err)
+	}
+	return l, nil
+}
+
+func serveHTTP(ctx context.Context, l net.Listener, srv *mcpserver.MCPServer, cfg settings, log *slog.Logger, stderr io.Writer) error {
+	h := mcp.NewHTTPHandler(srv, mcp.HTTPOptions{AllowedOrigins: cfg.AllowOrigins, Logger: log})
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	base := "http://" + l.Addr().String()
+	fmt.Fprintf(stderr, "vc-mcp: listening on %s (Streamable HTTP %s/mcp, legacy SSE %s/sse); data in %s\n", base, base, base, cfg.DataDir)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := errors.Join(h.Shutdown(shutdownCtx), hs.Shutdown(shutdownCtx))
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	if err != nil {
+		log.Warn("http shutdown", "err", err)
+	}
+	return nil
+}
+
+// newLogger logs JSON lines to stderr or to log_file. In stdio mode stdout
+// carries JSON-RPC only, so nothing here may touch it.
+func newLogger(cfg settings, stderr io.Writer) (*slog.Logger, func(), error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return nil, nil, fmt.Errorf("log_level: %w", err)
+	}
+	w, closeFn := stderr, func() {}
+	if cfg.LogFile != "" {
+		if err := os.MkdirAll(filepath.Dir(cfg.LogFile), 0o755); err != nil {
+			return nil, nil, fmt.Errorf("log_file: %w", err)
+		}
+		f, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("log_file: %w", err)
+		}
+		w, closeFn = f, func() { f.Close() }
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})), closeFn, nil
+}

@@ -1,0 +1,113 @@
+#include "textflag.h"
+
+// func gemm4x16AVX2(k int, a *float32, lda int, b *float32, c *float32)
+//
+// c[r*16+j] = sum_p a[r*lda+p] * b[p*16+j] for r < 4, j < 16: four rows of A
+// against one packed 16-column panel of B, eight YMM accumulators.
+TEXT ·gemm4x16AVX2(SB), NOSPLIT, $0-40
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), DX
+	SHLQ $2, DX
+	MOVQ b+24(FP), DI
+	MOVQ c+32(FP), R8
+	LEAQ (SI)(DX*1), R9
+	LEAQ (R9)(DX*1), R10
+	LEAQ (R10)(DX*1), R11
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TESTQ CX, CX
+	JEQ done
+
+loop:
+	VMOVUPS (DI), Y8
+	VMOVUPS 32(DI), Y9
+	VBROADCASTSS (SI), Y10
+	VFMADD231PS Y8, Y10, Y0
+	VFMADD231PS Y9, Y10, Y1
+	VBROADCASTSS (R9), Y11
+	VFMADD231PS Y8, Y11, Y2
+	VFMADD231PS Y9, Y11, Y3
+	VBROADCASTSS (R10), Y12
+	VFMADD231PS Y8, Y12, Y4
+	VFMADD231PS Y9, Y12, Y5
+	VBROADCASTSS (R11), Y13
+	VFMADD231PS Y8, Y13, Y6
+	VFMADD231PS Y9, Y13, Y7
+	ADDQ $4, SI
+	ADDQ $4, R9
+	ADDQ $4, R10
+	ADDQ $4, R11
+	ADDQ $64, DI
+	DECQ CX
+	JNE loop
+
+done:
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	VMOVUPS Y4, 128(R8)
+	VMOVUPS Y5, 160(R8)
+	VMOVUPS Y6, 192(R8)
+	VMOVUPS Y7, 224(R8)
+	VZEROUPPER
+	RET
+
+// func gemm8x16AVX512(k int, a *float32, lda int, b *float32, c *float32)
+//
+// Eight rows of A against one packed 16-column panel: one ZMM accumulator
+// per row, A broadcast straight from memory.
+TEXT ·gemm8x16AVX512(SB), NOSPLIT, $0-40
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), DX
+	SHLQ $2, DX
+	MOVQ b+24(FP), DI
+	MOVQ c+32(FP), R8
+	LEAQ (DX)(DX*2), R12
+	LEAQ (SI)(DX*4), R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	TESTQ CX, CX
+	JEQ zdone
+
+zloop:
+	VMOVUPS (DI), Z8
+	VFMADD231PS.BCST (SI), Z8, Z0
+	VFMADD231PS.BCST (SI)(DX*1), Z8, Z1
+	VFMADD231PS.BCST (SI)(DX*2), Z8, Z2
+	VFMADD231PS.BCST (SI)(R12*1), Z8, Z3
+	VFMADD231PS.BCST (R9), Z8, Z4
+	VFMADD231PS.BCST (R9)(DX*1), Z8, Z5
+	VFMADD231PS.BCST (R9)(DX*2), Z8, Z6
+	VFMADD231PS.BCST (R9)(R12*1), Z8, Z7
+	ADDQ $4, SI
+	ADDQ $4, R9
+	ADDQ $64, DI
+	DECQ CX
+	JNE zloop
+
+zdone:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
+	VMOVUPS Z4, 256(R8)
+	VMOVUPS Z5, 320(R8)
+	VMOVUPS Z6, 384(R8)
+	VMOVUPS Z7, 448(R8)
+	VZEROUPPER
+	RET

@@ -1,0 +1,57 @@
+package index_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/vc-mcp/vc-mcp/index"
+)
+
+func ExampleIndex_Search() {
+	dir, err := os.MkdirTemp("", "index-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	ix, err := index.Open(filepath.Join(dir, "fts"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ix.Close()
+
+	ctx := context.Background()
+	at := time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
+	err = ix.Add(ctx, []index.Doc{
+		{ID: "trip/t1", Conversation: "trip", Kind: "turn", Speaker: "user", Seq: 1, Time: at,
+			Text: "We should book the flights to Lisbon before prices go up."},
+		{ID: "trip/t2", Conversation: "trip", Kind: "turn", Speaker: "assistant", Seq: 2, Time: at.Add(time.Minute),
+			Text: "Flight prices to Lisbon usually rise in May."},
+		{ID: "work/t1", Conversation: "work", Kind: "turn", Speaker: "user", Seq: 1, Time: at,
+			Text: "The Lisbon office booked the meeting room."},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	hits, err := ix.Search(ctx, index.Query{
+		Text:          "when did we book flights to Lisbon?",
+		Conversations: []string{"trip"},
+		Highlight:     true,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, h := range hits {
+		fmt.Println(h.ID, h.Seq, h.Fragments)
+	}
+	fmt.Println(index.Analyze("when did we book flights to Lisbon?"))
+	// Output:
+	// trip/t1 1 [We should **book** the **flights** to **Lisbon** before prices go up.]
+	// trip/t2 2 [**Flight** prices to **Lisbon** usually rise in May.]
+	// [book flight lisbon]
+}

@@ -1,0 +1,338 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search/query"
+	bleveindex "github.com/blevesearch/bleve_index_api"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// Sentinel errors. Test for them with errors.Is.
+var (
+	// ErrCorrupt means an index exists at the path but cannot be trusted:
+	// its files are damaged or unreadable, were written by another schema
+	// version, or were not closed cleanly (so recent changes may be
+	// missing). The caller deletes the directory and rebuilds from its log.
+	ErrCorrupt = errors.New("index: corrupt or unreadable")
+	// ErrLocked means another process holds the index open. Do not delete it.
+	ErrLocked = errors.New("index: locked by another process")
+	// ErrClosed is returned by every method called after Close.
+	ErrClosed = errors.New("index: closed")
+	// ErrInvalidDoc is returned by Add for a document without an ID.
+	ErrInvalidDoc = errors.New("index: invalid document")
+)
+
+// schemaVersion changes whenever the mapping below changes; an index with
+// another version is reported as ErrCorrupt so that callers rebuild it.
+const schemaVersion = "vc-mcp-index-1"
+
+// Internal (non-document) keys. stateKey is "open" while an Index is in
+// use and "closed" after a clean Close: an index found "open" was not
+// closed (the process crashed), may miss recent Adds, and is reported as
+// ErrCorrupt so that the caller rebuilds it.
+var (
+	schemaKey   = []byte("vc-mcp/schema")
+	stateKey    = []byte("vc-mcp/state")
+	stateOpen   = []byte("open")
+	stateClosed = []byte("closed")
+)
+
+// Field names inside the Bleve documents.
+const (
+	fieldText         = "text"
+	fieldConversation = "conversation"
+	fieldKind         = "kind"
+	fieldSpeaker      = "speaker"
+	fieldRole         = "role"
+	fieldTags         = "tags"
+	fieldTime         = "time"
+	fieldSeq          = "seq"
+)
+
+// Defaults for Options.
+const (
+	DefaultBatchSize   = 2000
+	DefaultFlushDelay  = 200 * time.Millisecond
+	DefaultLockTimeout = 2 * time.Second
+
+	// persistTimeout bounds the wait for scorch's persister, which retries
+	// failed writes forever.
+	persistTimeout = 2 * time.Minute
+)
+
+// Doc is one searchable unit: a turn, a segment summary or a tag summary.
+type Doc struct {
+	ID           string    // unique; the caller chooses it, e.g. "conv/t000123"
+	Conversation string    // conversation id, matched exactly
+	Kind         string    // "turn" | "segment" | "tag", matched exactly
+	Text         string    // analysed English full text
+	Speaker      string    // matched exactly but case-insensitively
+	Role         string    // matched exactly but case-insensitively
+	Tags         []string  // keywords, matched exactly
+	Time         time.Time // zero means unknown; such docs never match a time filter
+	Seq          int64     // turn sequence number, 0 for summaries
+}
+
+// Options tunes an Index. A nil *Options means defaults.
+type Options struct {
+	// BatchSize is the most pending changes Add and Delete buffer before
+	// writing them to Bleve as one batch. Zero means DefaultBatchSize.
+	BatchSize int
+	// FlushDelay is how long a change may wait in the buffer for others to
+	// join it. Zero means DefaultFlushDelay; negative writes every call
+	// through at once.
+	FlushDelay time.Duration
+	// LockTimeout bounds the wait for another process's lock on the index;
+	// Open then fails with ErrLocked. Zero means DefaultLockTimeout.
+	LockTimeout time.Duration
+	// Logger receives open/close debug messages and failed background
+	// writes (which also surface as errors from later Adds). Nil discards.
+	Logger *slog.Logger
+}
+
+// Index is a full-text index on disk. Its methods are safe for concurrent
+// use; Close waits for running calls to finish.
+type Index struct {
+	mu     sync.RWMutex // Close holds it exclusively; everything else shares it
+	closed bool
+	bi     bleve.Index
+
+	// The write buffer (see write.go).
+	pendMu   sync.Mutex
+	pending  *bleve.Batch // nil when empty
+	timer    *time.Timer  // pending background flush, nil if none
+	writeErr error        // a failed background flush; sticky
+
+	path       string
+	batchSize  int
+	flushDelay time.Duration
+	log        *slog.Logger
+}
+
+// Open opens the index at path, creating it (and missing parent
+// directories) when path does not exist or is an empty directory. An
+// existing directory that cannot be opened yields an error wrapping
+// ErrCorrupt, or ErrLocked when another process holds it.
+func Open(path string, opts *Options) (*Index, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	if o.FlushDelay == 0 {
+		o.FlushDelay = DefaultFlushDelay
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = DefaultLockTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	ix := &Index{path: path, batchSize: o.BatchSize, flushDelay: o.FlushDelay, log: o.Logger}
+
+	fresh, err := isAbsentOrEmpty(path)
+	if err != nil {
+		return nil, fmt.Errorf("index: open %s: %w: %w", path, ErrCorrupt, err)
+	}
+	if fresh {
+		ix.bi, err = create(path, o.LockTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("index: create %s: %w", path, err)
+		}
+		o.Logger.Debug("index created", "path", path)
+		return ix, nil
+	}
+	ix.bi, err = openExisting(path, o.LockTimeout)
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("index: open %s: %w: %w", path, ErrLocked, err)
+		}
+		return nil, fmt.Errorf("index: open %s: %w: %w", path, ErrCorrupt, err)
+	}
+	n, _ := ix.bi.DocCount()
+	o.Logger.Debug("index opened", "path", path, "docs", n)
+	return ix, nil
+}
+
+func isAbsentOrEmpty(path string) (bool, error) {
+	entries, err := os.ReadDir(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return len(entries) == 0, nil
+}
+
+// runtimeConfig is handed to scorch on create and on every open.
+//
+// unsafe_batch makes Add return once a batch is searchable instead of
+// waiting for it to be written and fsynced. That turns a one-document Add
+// from milliseconds into microseconds. A crash can lose recent batches
+// (the caller rebuilds from its own log); Close persists everything.
+func runtimeConfig(lockTimeout time.Duration) map[string]any {
+	return map[string]any{
+		"unsafe_batch": true,
+		"bolt_timeout": lockTimeout.String(),
+	}
+}
+
+func create(path string, lockTimeout time.Duration) (bi bleve.Index, err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	bi, err = bleve.NewUsing(path, newMapping(), scorch.Name, scorch.Name, runtimeConfig(lockTimeout))
+	if err != nil {
+		return nil, err
+	}
+	b := bi.NewBatch()
+	b.SetInternal(schemaKey, []byte(schemaVersion))
+	b.SetInternal(stateKey, stateOpen)
+	if err := persist(bi, b); err != nil {
+		return nil, errors.Join(err, bi.Close())
+	}
+	return bi, nil
+}
+
+func openExisting(path string, lockTimeout time.Duration) (bi bleve.Index, err error) {
+	// Damaged segment files are parsed here; turn a panic into an error so
+	// the caller can rebuild instead of crashing.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic while opening: %v", r)
+		}
+	}()
+	bi, err = bleve.OpenUsing(path, runtimeConfig(lockTimeout))
+	if err != nil {
+		return nil, err
+	}
+	if err := checkAndMarkOpen(bi); err != nil {
+		return nil, errors.Join(err, bi.Close())
+	}
+	return bi, nil
+}
+
+func checkAndMarkOpen(bi bleve.Index) error {
+	v, err := bi.GetInternal(schemaKey)
+	if err != nil {
+		return err
+	}
+	if string(v) != schemaVersion {
+		return fmt.Errorf("schema version %q, want %q", v, schemaVersion)
+	}
+	if v, err = bi.GetInternal(stateKey); err != nil {
+		return err
+	}
+	if string(v) != string(stateClosed) {
+		return errors.New("not closed cleanly, recent changes may be missing")
+	}
+	b := bi.NewBatch()
+	b.SetInternal(stateKey, stateOpen)
+	return persist(bi, b)
+}
+
+// newMapping declares every field explicitly; nothing is dynamic, nothing
+// goes into the composite _all field.
+func newMapping() *mapping.IndexMappingImpl {
+	text := mapping.NewTextFieldMapping()
+	text.Analyzer = en.AnalyzerName
+	text.Store = true              // for highlighting
+	text.IncludeTermVectors = true // positions: phrases and highlight offsets
+	text.IncludeInAll = false
+	text.DocValues = false
+
+	kw := func(store bool) *mapping.FieldMapping {
+		f := mapping.NewKeywordFieldMapping()
+		f.Analyzer = keyword.Name
+		f.Store = store
+		f.IncludeTermVectors = false
+		f.IncludeInAll = false
+		f.DocValues = false
+		return f
+	}
+
+	tm := mapping.NewDateTimeFieldMapping()
+	tm.Store = false
+	tm.IncludeInAll = false
+	tm.DocValues = false
+
+	seq := mapping.NewNumericFieldMapping()
+	seq.Index = false
+	seq.Store = true
+	seq.IncludeInAll = false
+	seq.DocValues = false
+
+	dm := mapping.NewDocumentStaticMapping()
+	dm.AddFieldMappingsAt(fieldText, text)
+	dm.AddFieldMappingsAt(fieldConversation, kw(true))
+	dm.AddFieldMappingsAt(fieldKind, kw(true))
+	dm.AddFieldMappingsAt(fieldSpeaker, kw(false))
+	dm.AddFieldMappingsAt(fieldRole, kw(false))
+	dm.AddFieldMappingsAt(fieldTags, kw(false))
+	dm.AddFieldMappingsAt(fieldTime, tm)
+	dm.AddFieldMappingsAt(fieldSeq, seq)
+	dm.AddSubDocumentMapping("_all", mapping.NewDocumentDisabledMapping())
+
+	im := mapping.NewIndexMapping()
+	im.DefaultMapping = dm
+	im.DefaultAnalyzer = en.AnalyzerName
+	im.DefaultField = fieldText
+	im.ScoringModel = bleveindex.BM25Scoring
+	im.IndexDynamic = false
+	im.StoreDynamic = false
+	im.DocValuesDynamic = false
+	return im
+}
+
+// bleveDoc turns d into the map the mapping above indexes. Empty optional
+// fields are left out so that they match no filter.
+func bleveDoc(d Doc) map[string]any {
+	m := map[string]any{
+		fieldText:         strings.ToValidUTF8(d.Text, "\uFFFD"),
+		fieldConversation: d.Conversation,
+		fieldKind:         d.Kind,
+		fieldSeq:          d.Seq,
+	}
+	if s := normKeyword(d.Speaker); s != "" {
+		m[fieldSpeaker] = s
+	}
+	if r := normKeyword(d.Role); r != "" {
+		m[fieldRole] = r
+	}
+	if len(d.Tags) > 0 {
+		m[fieldTags] = d.Tags
+	}
+	if !d.Time.IsZero() && timeInRange(d.Time) {
+		m[fieldTime] = d.Time
+	}
+	return m
+}
+
+func normKeyword(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// Bleve stores datetimes as int64 nanoseconds since the epoch and its
+// range queries accept a slightly narrower span; times outside it are
+// treated as unknown.
+var (
+	minTime = query.MinRFC3339CompatibleTime
+	maxTime = query.MaxRFC3339CompatibleTime
+)
+
+func timeInRange(t time.Time) bool { return !t.Before(minTime) && !t.After(maxTime) }

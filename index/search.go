@@ -1,0 +1,231 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search/query"
+)
+
+// Limits applied to every Query.
+const (
+	DefaultLimit = 10
+	MaxLimit     = 1000
+	// maxTerms and maxPhrases bound the work one request can cause; terms
+	// beyond them are ignored.
+	maxTerms   = 256
+	maxPhrases = 32
+	// phraseBoost multiplies the score a matching phrase adds.
+	phraseBoost = 2.0
+)
+
+// Query describes a search. Text and Phrases are plain text, never query
+// syntax: they are analysed like indexed text and nothing else. Phrases
+// without searchable terms (empty, stop words) are ignored, as are terms
+// beyond the 256th and phrases beyond the 32nd.
+type Query struct {
+	Text           string    // terms are OR'ed and BM25-ranked
+	Phrases        []string  // exact phrases; each match adds to the score
+	RequirePhrases bool      // every non-empty phrase must match
+	Conversations  []string  // empty = all conversations
+	Kinds          []string  // empty = all kinds
+	Speaker        string    // optional, case-insensitive exact match
+	Since, Until   time.Time // optional inclusive range; zero = open
+	Limit          int       // <= 0 means DefaultLimit; capped at MaxLimit
+	Highlight      bool      // fill Hit.Fragments, matches marked **term**
+}
+
+// Hit is one matching document, best first.
+type Hit struct {
+	ID           string
+	Conversation string
+	Kind         string
+	Seq          int64
+	Score        float64
+	Fragments    []string // only with Query.Highlight
+}
+
+// Search runs q. A query with no searchable terms and no phrases (empty or
+// stop words only) returns no hits and no error. Ties in score are broken
+// by ID so that equal indexes give equal answers.
+func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.closed {
+		return nil, fmt.Errorf("index: search: %w", ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("index: search: %w", err)
+	}
+	bq, ok := buildQuery(q)
+	if !ok {
+		return nil, nil
+	}
+	if err := ix.sync(); err != nil {
+		return nil, fmt.Errorf("index: search: %w", err)
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	req := bleve.NewSearchRequestOptions(bq, min(limit, MaxLimit), 0, false)
+	req.SortBy([]string{"-_score", "_id"})
+	req.Fields = []string{fieldConversation, fieldKind, fieldSeq}
+	if q.Highlight {
+		req.Fields = append(req.Fields, fieldText)
+		req.IncludeLocations = true
+	}
+	res, err := ix.bi.SearchInContext(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("index: search: %w", err)
+	}
+
+	hits := make([]Hit, 0, len(res.Hits))
+	for _, dm := range res.Hits {
+		h := Hit{
+			ID:           dm.ID,
+			Conversation: stringField(dm.Fields[fieldConversation]),
+			Kind:         stringField(dm.Fields[fieldKind]),
+			Score:        dm.Score,
+		}
+		if f, ok := dm.Fields[fieldSeq].(float64); ok {
+			h.Seq = int64(f)
+		}
+		if q.Highlight {
+			var spans []span
+			for _, locs := range dm.Locations[fieldText] {
+				for _, l := range locs {
+					spans = append(spans, span{int(l.Start), int(l.End)})
+				}
+			}
+			h.Fragments = fragments(stringField(dm.Fields[fieldText]), spans)
+		}
+		hits = append(hits, h)
+	}
+	return hits, nil
+}
+
+func stringField(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// buildQuery translates q into Bleve's query tree:
+//
+//	Conjunction{ filters..., Disjunction{terms..., phrases...} }
+//	Boolean{ Must: {filters..., phrases...}, Should: terms }   with RequirePhrases
+//
+// Filters sit in the conjunction, so Bleve leapfrogs between their posting
+// lists and the text's instead of scoring every text match and filtering
+// afterwards (3-4x faster in BenchmarkSearch). Their boost is zero, so
+// they add nothing to scores and do not change the query norm.
+// ok is false when nothing is searchable.
+func buildQuery(q Query) (bq query.Query, ok bool) {
+	var terms []query.Query
+	seen := make(map[string]bool)
+	for _, t := range Analyze(q.Text) {
+		if seen[t] || len(terms) == maxTerms {
+			continue
+		}
+		seen[t] = true
+		tq := query.NewTermQuery(t)
+		tq.SetField(fieldText)
+		terms = append(terms, tq)
+	}
+	var phrases []query.Query
+	for _, p := range q.Phrases {
+		p = strings.ToValidUTF8(p, "\uFFFD")
+		if len(Analyze(p)) == 0 || len(phrases) == maxPhrases {
+			continue
+		}
+		pq := query.NewMatchPhraseQuery(p)
+		pq.SetField(fieldText)
+		pq.SetBoost(phraseBoost)
+		phrases = append(phrases, pq)
+	}
+	if len(terms) == 0 && len(phrases) == 0 {
+		return nil, false
+	}
+
+	filters := filterQueries(q)
+	if q.RequirePhrases && len(phrases) > 0 {
+		return query.NewBooleanQuery(append(filters, phrases...), terms, nil), true
+	}
+	text := query.NewDisjunctionQuery(append(terms, phrases...))
+	if len(filters) == 0 {
+		return text, true
+	}
+	return query.NewConjunctionQuery(append(filters, text)), true
+}
+
+// filterQueries returns one zero-boost query per filter in q.
+func filterQueries(q Query) []query.Query {
+	var fs []query.Query
+	if d := anyTerm(fieldConversation, q.Conversations, false); d != nil {
+		fs = append(fs, d)
+	}
+	if d := anyTerm(fieldKind, q.Kinds, false); d != nil {
+		fs = append(fs, d)
+	}
+	if s := normKeyword(q.Speaker); s != "" {
+		fs = append(fs, anyTerm(fieldSpeaker, []string{s}, true))
+	}
+	if !q.Since.IsZero() || !q.Until.IsZero() {
+		start, end := timeBounds(q.Since, q.Until)
+		incl := true
+		r := query.NewDateRangeInclusiveQuery(start, end, &incl, &incl)
+		r.SetField(fieldTime)
+		r.SetBoost(0)
+		fs = append(fs, r)
+	}
+	return fs
+}
+
+// anyTerm matches documents whose keyword field equals one of values.
+func anyTerm(field string, values []string, normalized bool) query.Query {
+	if len(values) == 0 {
+		return nil
+	}
+	ds := make([]query.Query, 0, len(values))
+	for _, v := range values {
+		if normalized {
+			v = normKeyword(v)
+		}
+		tq := query.NewTermQuery(v)
+		tq.SetField(field)
+		tq.SetBoost(0)
+		ds = append(ds, tq)
+	}
+	if len(ds) == 1 {
+		return ds[0]
+	}
+	d := query.NewDisjunctionQuery(ds)
+	d.SetBoost(0)
+	return d
+}
+
+// timeBounds pulls since and until into the range Bleve can represent,
+// where zero means an open end. At least one end stays set so that
+// documents without a time never pass a time filter.
+func timeBounds(since, until time.Time) (start, end time.Time) {
+	start, end = since, until
+	switch {
+	case start.Before(minTime):
+		start = time.Time{}
+	case start.After(maxTime):
+		start = maxTime
+	}
+	switch {
+	case end.After(maxTime):
+		end = time.Time{}
+	case !end.IsZero() && end.Before(minTime):
+		end = minTime
+	}
+	if start.IsZero() && end.IsZero() {
+		start = minTime
+	}
+	return start, end
+}

@@ -1,0 +1,203 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+)
+
+// Writes are buffered. Each Bleve batch becomes a segment with a large
+// fixed cost (an FST build and later merges), so one-document batches
+// spend most of their time on overhead. Add and Delete therefore collect
+// changes in ix.pending, which is written to Bleve when it holds BatchSize
+// changes, FlushDelay after the first change, and before every read
+// (Search, Count) and Close. Readers thus always see every completed Add.
+
+// Add indexes docs, replacing any document with the same ID. Docs are
+// visible to every Search and Count that starts after Add returns, and on
+// disk after Close. If Add fails part way, a prefix of docs may be applied.
+func (ix *Index) Add(ctx context.Context, docs []Doc) error {
+	for i, d := range docs {
+		if d.ID == "" {
+			return fmt.Errorf("index: add: doc %d: empty id: %w", i, ErrInvalidDoc)
+		}
+	}
+	return ix.write(ctx, "add", len(docs), func(b *bleve.Batch, i int) error {
+		return b.Index(docs[i].ID, bleveDoc(docs[i]))
+	})
+}
+
+// Delete removes the documents with the given IDs; unknown IDs are ignored.
+func (ix *Index) Delete(ctx context.Context, ids []string) error {
+	return ix.write(ctx, "delete", len(ids), func(b *bleve.Batch, i int) error {
+		b.Delete(ids[i])
+		return nil
+	})
+}
+
+// write puts n changes into the buffer with put, writing the buffer out
+// whenever it is full, and schedules a flush for the rest.
+func (ix *Index) write(ctx context.Context, op string, n int, put func(*bleve.Batch, int) error) error {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.closed {
+		return fmt.Errorf("index: %s: %w", op, ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("index: %s: %w", op, err)
+	}
+	ix.pendMu.Lock()
+	defer ix.pendMu.Unlock()
+	if ix.writeErr != nil {
+		return fmt.Errorf("index: %s: %w", op, ix.writeErr)
+	}
+	for i := range n {
+		if ix.pending == nil {
+			ix.pending = ix.bi.NewBatch()
+		}
+		if err := put(ix.pending, i); err != nil {
+			return fmt.Errorf("index: %s: item %d: %w", op, i, err)
+		}
+		if ix.pending.Size() >= ix.batchSize {
+			if err := ix.flushLocked(); err != nil {
+				return fmt.Errorf("index: %s: %w", op, err)
+			}
+			if err := ctx.Err(); err != nil && i < n-1 {
+				return fmt.Errorf("index: %s: %w", op, err)
+			}
+		}
+	}
+	switch {
+	case ix.pending == nil:
+	case ix.flushDelay < 0:
+		if err := ix.flushLocked(); err != nil {
+			return fmt.Errorf("index: %s: %w", op, err)
+		}
+	case ix.timer == nil:
+		ix.timer = time.AfterFunc(ix.flushDelay, ix.backgroundFlush)
+	}
+	return nil
+}
+
+// backgroundFlush runs on the timer's goroutine.
+func (ix *Index) backgroundFlush() {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.closed {
+		return // Close flushed already
+	}
+	ix.pendMu.Lock()
+	defer ix.pendMu.Unlock()
+	if err := ix.flushLocked(); err != nil {
+		ix.log.Error("index write failed", "path", ix.path, "err", err)
+	}
+}
+
+// flushLocked writes the buffer to Bleve. The caller holds pendMu and
+// ix.mu (either way). A failure loses the buffered changes, which may be
+// other callers', so it is kept in writeErr and fails every later write.
+func (ix *Index) flushLocked() error {
+	if ix.timer != nil {
+		ix.timer.Stop()
+		ix.timer = nil
+	}
+	b := ix.pending
+	ix.pending = nil
+	if b == nil || b.Size() == 0 {
+		return nil
+	}
+	if err := ix.bi.Batch(b); err != nil {
+		ix.writeErr = fmt.Errorf("write failed, changes lost, rebuild the index: %w", err)
+		return ix.writeErr
+	}
+	return nil
+}
+
+// sync makes buffered changes visible to readers. The caller holds ix.mu.
+func (ix *Index) sync() error {
+	ix.pendMu.Lock()
+	defer ix.pendMu.Unlock()
+	return ix.flushLocked()
+}
+
+// Count returns the number of documents in the index.
+func (ix *Index) Count() (uint64, error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.closed {
+		return 0, fmt.Errorf("index: count: %w", ErrClosed)
+	}
+	if err := ix.sync(); err != nil {
+		return 0, fmt.Errorf("index: count: %w", err)
+	}
+	n, err := ix.bi.DocCount()
+	if err != nil {
+		return 0, fmt.Errorf("index: count: %w", err)
+	}
+	return n, nil
+}
+
+// Close writes every change to disk and releases the index. It waits for
+// running calls; later calls return ErrClosed. Closing twice is a no-op.
+func (ix *Index) Close() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.closed {
+		return nil
+	}
+	ix.closed = true
+	ix.pendMu.Lock()
+	err := ix.flushLocked()
+	if err == nil {
+		err = ix.writeErr
+	}
+	ix.pendMu.Unlock()
+	if err == nil {
+		err = ix.markClosed()
+	}
+	if cerr := ix.bi.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if err != nil {
+		return fmt.Errorf("index: close %s: %w", ix.path, err)
+	}
+	ix.log.Debug("index closed", "path", ix.path)
+	return nil
+}
+
+// markClosed records a clean shutdown and waits until that, and so
+// everything written before it, is on disk. With unsafe_batch, scorch's
+// Close stops the persister without draining it; a batch carrying a
+// persisted-callback is how to know the persister has written the latest
+// snapshot, which holds all earlier batches.
+func (ix *Index) markClosed() error {
+	b := ix.bi.NewBatch()
+	b.SetInternal(stateKey, stateClosed)
+	if err := persist(ix.bi, b); err != nil {
+		return fmt.Errorf("mark closed: %w", err)
+	}
+	return nil
+}
+
+// persist applies b and waits until scorch has written it to disk.
+func persist(bi bleve.Index, b *bleve.Batch) error {
+	done := make(chan error, 1)
+	b.SetPersistedCallback(func(err error) {
+		select {
+		case done <- err:
+		default:
+		}
+	})
+	if err := bi.Batch(b); err != nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(persistTimeout):
+		return fmt.Errorf("not persisted after %v", persistTimeout)
+	}
+}

@@ -1,0 +1,202 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/vc-mcp/vc-mcp/memory"
+)
+
+// Resource URIs. The templates are disjoint: mcp-go tries templates in map
+// order, so no URI may match two of them.
+const (
+	domainsURI                 = "virtualcontext://domains"
+	conversationsURI           = "virtualcontext://conversations"
+	domainsQueryTemplate       = "virtualcontext://domains{?conversation}"
+	domainTemplate             = "virtualcontext://domains/{tag}"
+	conversationDomainTemplate = "virtualcontext://conversations/{conversation}/domains/{tag}"
+)
+
+// domainList is the JSON body of virtualcontext://domains.
+type domainList struct {
+	ConversationID string             `json:"conversation_id"`
+	Tags           []memory.TagStatus `json:"tags"`
+}
+
+func resources(mem Memory, log *slog.Logger) []mcpserver.ServerResource {
+	return []mcpserver.ServerResource{
+		{
+			Resource: mcpgo.NewResource(domainsURI, "domains",
+				mcpgo.WithResourceDescription("Every topic tag of the default conversation with its counts (JSON). "+
+					"Add ?conversation=ID for another conversation."),
+				mcpgo.WithMIMEType("application/json")),
+			Handler: func(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+				return readDomains(ctx, mem, log, req.Params.URI, "")
+			},
+		},
+		{
+			Resource: mcpgo.NewResource(conversationsURI, "conversations",
+				mcpgo.WithResourceDescription("Every conversation (memory space) in the store with turn and token counts (JSON)."),
+				mcpgo.WithMIMEType("application/json")),
+			Handler: func(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+				convs, err := mem.Conversations(ctx)
+				if err != nil {
+					return nil, resourceError(log, req.Params.URI, err)
+				}
+				if convs == nil {
+					convs = []memory.ConversationInfo{}
+				}
+				return jsonContents(req.Params.URI, convs)
+			},
+		},
+	}
+}
+
+func resourceTemplates(mem Memory, log *slog.Logger) []mcpserver.ServerResourceTemplate {
+	return []mcpserver.ServerResourceTemplate{
+		{
+			Template: mcpgo.NewResourceTemplate(domainsQueryTemplate, "domains-of-conversation",
+				mcpgo.WithTemplateDescription("Every topic tag of one conversation with its counts (JSON)."),
+				mcpgo.WithTemplateMIMEType("application/json")),
+			Handler: func(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+				conv, err := templateArg(req, "conversation", false)
+				if err != nil {
+					return nil, err
+				}
+				return readDomains(ctx, mem, log, req.Params.URI, conv)
+			},
+		},
+		{
+			Template: mcpgo.NewResourceTemplate(domainTemplate, "domain",
+				mcpgo.WithTemplateDescription("One topic of the default conversation (Markdown): description, tag summary and segment summaries."),
+				mcpgo.WithTemplateMIMEType("text/markdown")),
+			Handler: func(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+				return readDomain(ctx, mem, log, req, "")
+			},
+		},
+		{
+			Template: mcpgo.NewResourceTemplate(conversationDomainTemplate, "domain-of-conversation",
+				mcpgo.WithTemplateDescription("One topic of one conversation (Markdown): description, tag summary and segment summaries."),
+				mcpgo.WithTemplateMIMEType("text/markdown")),
+			Handler: func(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+				conv, err := templateArg(req, "conversation", true)
+				if err != nil {
+					return nil, err
+				}
+				return readDomain(ctx, mem, log, req, conv)
+			},
+		},
+	}
+}
+
+// templateArg reads a URI template variable. mcp-go fills them in as
+// []string, and an empty path segment matches with no value.
+func templateArg(req mcpgo.ReadResourceRequest, name string, required bool) (string, error) {
+	var v string
+	switch a := req.Params.Arguments[name].(type) {
+	case []string:
+		if len(a) > 0 {
+			v = a[0]
+		}
+	case string:
+		v = a
+	}
+	if v == "" && required {
+		return "", fmt.Errorf("%s: %s is empty; use e.g. %s", req.Params.URI, name, strings.Replace(domainTemplate, "{tag}", "<tag from virtualcontext://domains>", 1))
+	}
+	if name == "conversation" {
+		if err := checkConversationID(v); err != nil {
+			return "", fmt.Errorf("%s: %w", req.Params.URI, err)
+		}
+	}
+	return v, nil
+}
+
+func readDomains(ctx context.Context, mem Memory, log *slog.Logger, uri, conv string) ([]mcpgo.ResourceContents, error) {
+	st, err := mem.Status(ctx, conv)
+	if err != nil {
+		return nil, resourceError(log, uri, err)
+	}
+	tags := st.Tags
+	if tags == nil {
+		tags = []memory.TagStatus{}
+	}
+	return jsonContents(uri, domainList{ConversationID: st.ConversationID, Tags: tags})
+}
+
+func readDomain(ctx context.Context, mem Memory, log *slog.Logger, req mcpgo.ReadResourceRequest, conv string) ([]mcpgo.ResourceContents, error) {
+	tag, err := templateArg(req, "tag", true)
+	if err != nil {
+		return nil, err
+	}
+	d, err := mem.Domain(ctx, conv, tag)
+	if err != nil {
+		return nil, resourceError(log, req.Params.URI, err)
+	}
+	return []mcpgo.ResourceContents{mcpgo.TextResourceContents{
+		URI: req.Params.URI, MIMEType: "text/markdown", Text: renderDomain(d),
+	}}, nil
+}
+
+func jsonContents(uri string, v any) ([]mcpgo.ResourceContents, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("%s: encode: %w", uri, err)
+	}
+	return []mcpgo.ResourceContents{mcpgo.TextResourceContents{URI: uri, MIMEType: "application/json", Text: string(b)}}, nil
+}
+
+// resourceError keeps memory's message for the caller's mistakes and hides
+// the detail of faults (logged instead).
+func resourceError(log *slog.Logger, uri string, err error) error {
+	if errors.Is(err, memory.ErrInvalid) || errors.Is(err, memory.ErrNotFound) || errors.Is(err, memory.ErrTooLarge) {
+		return fmt.Errorf("%s: %w", uri, err)
+	}
+	log.Error("resource read failed", "uri", uri, "err", err)
+	return fmt.Errorf("%s: internal error (details in the server log)", uri)
+}
+
+func renderDomain(d memory.Domain) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\nConversation: %s\n\n", d.Tag, d.ConversationID)
+	if d.Description != "" {
+		fmt.Fprintf(&b, "%s\n\n", d.Description)
+	}
+	st := d.Status
+	fmt.Fprintf(&b, "%d turns in %d segments; %d tokens in full, %d as summaries; working-set depth %s; first seen %s, last seen %s.\n\n",
+		st.Turns, st.Segments, st.FullTokens, st.SummaryTokens, orDash(string(st.Depth)), day(st.FirstSeen), day(st.LastSeen))
+	b.WriteString("## Summary\n\n")
+	if d.Summary != "" {
+		b.WriteString(d.Summary + "\n\n")
+	} else {
+		b.WriteString("(no tag summary yet)\n\n")
+	}
+	b.WriteString("## Segments\n")
+	if len(d.Segments) == 0 {
+		b.WriteString("\n(no compacted segments yet)\n")
+	}
+	for _, s := range d.Segments {
+		fmt.Fprintf(&b, "\n### %s (%d turns, %s to %s)\n\n", s.ID, s.Turns, day(s.Start), day(s.End))
+		if len(s.Tags) > 0 {
+			fmt.Fprintf(&b, "Tags: %s\n\n", strings.Join(s.Tags, ", "))
+		}
+		if s.Summary != "" {
+			b.WriteString(s.Summary + "\n")
+		}
+	}
+	return b.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

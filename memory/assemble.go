@@ -1,0 +1,404 @@
+package memory
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/vc-mcp/vc-mcp/memory/tagging"
+)
+
+// assembly is a rendered context and what went into it.
+type assembly struct {
+	text      string
+	tokens    int
+	turnIDs   []string
+	summaries []SummaryRef
+	breakdown TokenBreakdown
+}
+
+// pick is one turn chosen for an assembly.
+type pick struct {
+	c    *conv
+	seq  int
+	text string // rendered line
+	cost int
+}
+
+// summaryPick is one summary chosen for an assembly.
+type summaryPick struct {
+	ref  SummaryRef
+	text string
+	cost int
+}
+
+// assemble packs the ranked turns and the matched topics' summaries into the
+// budget. Priority: the exact turns that answer the message, then summaries
+// of the matched topics that have been compacted, then a hint naming the
+// topics on record. Broad queries put the topic overview first. The
+// conversations' read locks are held.
+func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q tagging.Query, budget int, multi bool) assembly {
+	var a assembly
+	const header = "# Recalled memory\n"
+	used := s.tok.Count(header) + 2 // slack for joins
+	a.breakdown.Headers = used
+
+	// Summaries first for broad queries, after the turns otherwise.
+	var sums []summaryPick
+	if q.Broad {
+		sums = s.overview(convs, budget*2/3-used)
+	} else {
+		sums = s.topicSummaries(convs, matched, ranked)
+	}
+	var chosenSums []summaryPick
+	takeSums := func(limit int) {
+		rest := sums[:0]
+		for _, sp := range sums {
+			if used+sp.cost > limit {
+				rest = append(rest, sp)
+				continue
+			}
+			chosenSums = append(chosenSums, sp)
+			used += sp.cost
+		}
+		sums = rest
+	}
+	if q.Broad {
+		takeSums(budget * 2 / 3)
+	} else {
+		// Hierarchical assembly: compacted topics the message touches get up
+		// to a fifth of the budget as summaries; exact turns get the rest.
+		takeSums(used + budget/5)
+	}
+
+	// Exact turns, best first, first fit. Each session header costs too.
+	// Costs are estimated from counts made once (each turn's content at
+	// ingest, each speaker's prefix once) and the whole is counted exactly
+	// at the end.
+	sessions := map[string]bool{}
+	var picks []pick
+	for _, cd := range ranked {
+		if used >= budget-4 {
+			break
+		}
+		t := cd.c.turn(cd.seq)
+		cost := t.Tokens + s.prefixTokens(t) + 1
+		sk := sessionKey(cd.c, t)
+		hcost := 0
+		if !sessions[sk] {
+			hcost = s.headerTokens(sessionHeader(cd.c, t, multi)) + 1
+		}
+		if used+cost+hcost > budget {
+			continue
+		}
+		rec, err := cd.c.log.read(t.Start, t.End)
+		if err != nil {
+			s.log.Warn("unreadable turn skipped", "conversation", cd.c.id, "turn", cd.seq, "err", err)
+			continue
+		}
+		sessions[sk] = true
+		used += cost + hcost
+		a.breakdown.Headers += hcost
+		a.breakdown.Turns += cost
+		picks = append(picks, pick{c: cd.c, seq: cd.seq, text: turnPrefix(cd.c, t, multi) + oneLine(rec.Content), cost: cost})
+	}
+	if !q.Broad {
+		takeSums(budget)
+	}
+	for _, sp := range chosenSums {
+		a.breakdown.Summaries += sp.cost
+	}
+	hint := ""
+	if room := budget - used; room > 30 {
+		hint = s.topicHint(convs, room-4)
+		used += s.tok.Count(hint) + 1
+	}
+
+	text := render(header, picks, chosenSums, hint, q.Broad, multi)
+	// The parts were estimated one by one; check the whole exactly and drop
+	// the weakest parts until it fits.
+	for n := s.tok.Count(text); n > budget; n = s.tok.Count(text) {
+		switch {
+		case hint != "":
+			hint = ""
+		case len(picks) > 0:
+			picks = picks[:len(picks)-1]
+		case len(chosenSums) > 0:
+			chosenSums = chosenSums[:len(chosenSums)-1]
+		default:
+			text = s.tok.Truncate(text, budget)
+			continue
+		}
+		text = render(header, picks, chosenSums, hint, q.Broad, multi)
+	}
+	a.text, a.tokens = text, s.tok.Count(text)
+	a.breakdown.Turns = 0
+	for _, p := range picks {
+		a.breakdown.Turns += p.cost
+	}
+	a.turnIDs = make([]string, 0, len(picks))
+	sort.SliceStable(picks, func(i, j int) bool { return pickLess(picks[i], picks[j]) })
+	for _, p := range picks {
+		id := turnID(p.seq)
+		if multi {
+			id = p.c.id + "/" + id
+		}
+		a.turnIDs = append(a.turnIDs, id)
+	}
+	a.summaries = make([]SummaryRef, 0, len(chosenSums))
+	for _, sp := range chosenSums {
+		a.summaries = append(a.summaries, sp.ref)
+	}
+	if hint != "" {
+		a.breakdown.TopicHint = s.tok.Count(hint)
+	}
+	return a
+}
+
+func pickLess(a, b pick) bool {
+	if a.c.id != b.c.id {
+		return a.c.id < b.c.id
+	}
+	return a.seq < b.seq
+}
+
+// render lays the assembly out: turns grouped by session in time order, then
+// summaries (or summaries first for broad queries), then the topic hint.
+func render(header string, picks []pick, sums []summaryPick, hint string, broad, multi bool) string {
+	var b strings.Builder
+	b.WriteString(header)
+	writeSums := func() {
+		if len(sums) == 0 {
+			return
+		}
+		b.WriteString("## Topic summaries\n")
+		for _, sp := range sums {
+			b.WriteString(sp.text)
+			b.WriteByte('\n')
+		}
+	}
+	if broad {
+		writeSums()
+	}
+	if len(picks) > 0 {
+		ordered := append([]pick(nil), picks...)
+		sort.SliceStable(ordered, func(i, j int) bool { return pickLess(ordered[i], ordered[j]) })
+		b.WriteString("## Past turns (verbatim)\n")
+		last := ""
+		for _, p := range ordered {
+			t := p.c.turn(p.seq)
+			if sk := sessionKey(p.c, t); sk != last {
+				b.WriteString(sessionHeader(p.c, t, multi))
+				b.WriteByte('\n')
+				last = sk
+			}
+			b.WriteString(p.text)
+			b.WriteByte('\n')
+		}
+	}
+	if !broad {
+		writeSums()
+	}
+	if hint != "" {
+		b.WriteString(hint)
+		b.WriteByte('\n')
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func sessionKey(c *conv, t *turnMeta) string { return fmt.Sprintf("%s#%d", c.id, t.Session) }
+
+func sessionHeader(c *conv, t *turnMeta, multi bool) string {
+	date := t.When.Format("2 January 2006, 15:04")
+	if multi {
+		return fmt.Sprintf("### %s · session %d · %s", c.id, t.Session, date)
+	}
+	return fmt.Sprintf("### session %d · %s", t.Session, date)
+}
+
+func turnPrefix(c *conv, t *turnMeta, multi bool) string {
+	who := t.Name
+	if who == "" {
+		who = t.Role
+	}
+	return fmt.Sprintf("[%s] %s: ", turnID(t.Seq), who)
+}
+
+// oneLine keeps a turn on one logical line block: the content is verbatim,
+// but trailing whitespace is dropped.
+func oneLine(s string) string { return strings.TrimRight(s, " \t\r\n") }
+
+// topicSummaries returns, for the topics a query matched (or that its best
+// turns carry), the Layer 2 summary and the segment summaries of compacted
+// turns, best first.
+func (s *Store) topicSummaries(convs []*conv, matched []string, ranked []candidate) []summaryPick {
+	var out []summaryPick
+	seenTag := map[string]bool{}
+	seenSeg := map[string]bool{}
+	tags := append([]string(nil), matched...)
+	for i, cd := range ranked {
+		if i >= 10 {
+			break
+		}
+		if t := cd.c.turn(cd.seq); t != nil && len(t.Tags) > 0 {
+			tags = appendUnique(tags, t.Tags[0])
+		}
+	}
+	for _, c := range convs {
+		for _, tag := range tags {
+			if ts, ok := c.tagSums[tag]; ok && !seenTag[c.id+"#"+tag] {
+				seenTag[c.id+"#"+tag] = true
+				text := fmt.Sprintf("### %s\n%s", tag, ts.Summary)
+				out = append(out, summaryPick{ref: SummaryRef{Kind: "tag", ID: tag, Tag: tag, ConversationID: c.id, Tokens: ts.Tokens},
+					text: text, cost: s.tok.Count(text) + 1})
+			}
+		}
+		// Segments holding the best compacted hits.
+		for i, cd := range ranked {
+			if i >= 40 || cd.c != c {
+				continue
+			}
+			t := c.turn(cd.seq)
+			if t.Segment == 0 || t.Segment > len(c.segs) {
+				continue
+			}
+			sg := c.segs[t.Segment-1]
+			k := fmt.Sprintf("%s#%d", c.id, sg.ID)
+			if seenSeg[k] {
+				continue
+			}
+			seenSeg[k] = true
+			text := fmt.Sprintf("### %s (turns %s-%s, %s)\n%s", sg.Primary, turnID(sg.First), turnID(sg.Last), sg.Start.Format("2 Jan 2006"), sg.Summary)
+			out = append(out, summaryPick{ref: SummaryRef{Kind: "segment", ID: fmt.Sprintf("s%d", sg.ID), Tag: sg.Primary, ConversationID: c.id, Tokens: sg.SummaryTokens},
+				text: text, cost: s.tok.Count(text) + 1})
+		}
+	}
+	return out
+}
+
+// overview returns every topic's summary, biggest topics first, for broad
+// queries ("what have we discussed?"). Topics not yet compacted are listed
+// with their size.
+func (s *Store) overview(convs []*conv, budget int) []summaryPick {
+	var out []summaryPick
+	for _, c := range convs {
+		for _, tag := range coverOrder(c) {
+			if ts, ok := c.tagSums[tag]; ok {
+				text := fmt.Sprintf("### %s (%d turns)\n%s", tag, c.vocab[tag], ts.Summary)
+				out = append(out, summaryPick{ref: SummaryRef{Kind: "tag", ID: tag, Tag: tag, ConversationID: c.id, Tokens: ts.Tokens},
+					text: text, cost: s.tok.Count(text) + 1})
+			}
+		}
+	}
+	return out
+}
+
+// coverOrder orders a conversation's topics greedily so that each next tag
+// covers the most turns not yet covered (set cover); it only orders the list.
+func coverOrder(c *conv) []string {
+	covered := map[int]bool{}
+	remaining := map[string]bool{}
+	for tag := range c.vocab {
+		if tag != tagging.General {
+			remaining[tag] = true
+		}
+	}
+	var out []string
+	for len(remaining) > 0 && len(out) < 200 {
+		best, bestN := "", -1
+		for tag := range remaining {
+			n := 0
+			for _, seq := range c.tagSeqs[tag] {
+				if !covered[seq] {
+					n++
+				}
+			}
+			if n > bestN || n == bestN && tag < best {
+				best, bestN = tag, n
+			}
+		}
+		if bestN <= 0 {
+			break
+		}
+		out = append(out, best)
+		delete(remaining, best)
+		for _, seq := range c.tagSeqs[best] {
+			covered[seq] = true
+		}
+	}
+	return out
+}
+
+// topicHint names the biggest topics on record, so the model knows what it
+// can expand.
+func (s *Store) topicHint(convs []*conv, budget int) string {
+	type tc struct {
+		tag string
+		n   int
+	}
+	var all []tc
+	for _, c := range convs {
+		for tag, n := range c.vocab {
+			if tag != tagging.General && n > 1 {
+				all = append(all, tc{tag, n})
+			}
+		}
+	}
+	if len(all) == 0 {
+		return ""
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].n != all[j].n {
+			return all[i].n > all[j].n
+		}
+		return all[i].tag < all[j].tag
+	})
+	line := "## Topics on record (expand_topic to page one in)\n"
+	used := s.tok.Count(line)
+	for i, t := range all {
+		if i >= 40 {
+			break
+		}
+		next := fmt.Sprintf("%s (%d)", t.tag, t.n)
+		if i > 0 {
+			next = ", " + next
+		}
+		// Pieces are counted apart (an upper bound within a token or two);
+		// the assembly is counted exactly at the end.
+		n := s.tok.Count(next) + 1
+		if used+n > budget {
+			break
+		}
+		used += n
+		line += next
+	}
+	return line
+}
+
+// prefixTokens is an upper bound on the tokens of a turn line's prefix
+// ("[t12] Caroline: ") and of the join with its content: the speaker part is
+// counted once per name and cached, the id digits are bounded.
+func (s *Store) prefixTokens(t *turnMeta) int {
+	who := t.Name
+	if who == "" {
+		who = t.Role
+	}
+	n, ok := s.prefixCache.Load(who)
+	if !ok {
+		n = s.tok.Count("] " + who + ": ")
+		s.prefixCache.Store(who, n)
+	}
+	digits := len(turnID(t.Seq)) - 1
+	return n.(int) + 2 + (digits+2)/3 + 1
+}
+
+// headerTokens counts a session header, cached: a conversation has few
+// sessions and every recall names some of them.
+func (s *Store) headerTokens(h string) int {
+	if n, ok := s.prefixCache.Load(h); ok {
+		return n.(int)
+	}
+	n := s.tok.Count(h)
+	s.prefixCache.Store(h, n)
+	return n
+}

@@ -1,0 +1,502 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vc-mcp/vc-mcp/memory"
+)
+
+// ScaleConfig configures RunScale.
+type ScaleConfig struct {
+	// Sizes are conversation lengths in turns, measured in this order.
+	Sizes []int
+	// Queries is how many recall and find_quote calls to time per size (default 200).
+	Queries int
+	Seed    uint64
+	Open    OpenFunc
+	// Binary, when set, is a vc-mcp executable: it is started on each size's
+	// data directory to time an initialize answer.
+	Binary string
+	// BigBatch and SmallBatch are the messages per Ingest call (defaults 100
+	// and 2). The small-batch rate is measured on at most SmallBatchTurns
+	// turns (default 10,000) to keep a 100k run reasonable.
+	BigBatch, SmallBatch, SmallBatchTurns int
+	// RecallBudget is the recall max_tokens (default 2000).
+	RecallBudget int
+	TempDir      string
+	Progress     io.Writer
+}
+
+// Latency summarises call durations in milliseconds.
+type Latency struct {
+	N    int     `json:"n"`
+	P50  float64 `json:"p50_ms"`
+	P95  float64 `json:"p95_ms"`
+	P99  float64 `json:"p99_ms"`
+	Mean float64 `json:"mean_ms"`
+}
+
+func latencyOf(ms []float64) Latency {
+	return Latency{N: len(ms), P50: Percentile(ms, 50), P95: Percentile(ms, 95), P99: Percentile(ms, 99), Mean: Mean(ms)}
+}
+
+// IngestRate is one ingest throughput measurement.
+type IngestRate struct {
+	Batch       int     `json:"batch"`
+	Turns       int     `json:"turns"`
+	Seconds     float64 `json:"seconds"`
+	TurnsPerSec float64 `json:"turns_per_sec"`
+	Compactions int     `json:"compactions"`
+}
+
+// ScaleRow is everything measured at one size.
+type ScaleRow struct {
+	Turns            int          `json:"turns"`
+	Ingest           []IngestRate `json:"ingest"`
+	Recall           Latency      `json:"recall"`
+	FindQuote        Latency      `json:"find_quote"`
+	DiskBytes        int64        `json:"disk_bytes"`
+	DiskBytesPerTurn float64      `json:"disk_bytes_per_turn"`
+	// PeakRSSBytes is the benchmark process's VmHWM while this size ran
+	// (reset before each size where the kernel allows).
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// Initialize times a fresh vc-mcp process on this size's data directory
+	// from exec to the initialize answer.
+	Initialize      Latency `json:"initialize"`
+	InitializeError string  `json:"initialize_error,omitempty"`
+	// NeedlesRecalled counts needles whose fact came back in Recall.
+	NeedlesRecalled int `json:"needles_recalled"`
+	Needles         int `json:"needles"`
+	// QuoteHits counts find_quote calls that returned at least one quote.
+	QuoteHits int `json:"find_quote_hits"`
+}
+
+// Growth compares two consecutive sizes: each ratio is larger/smaller, and
+// Exponent is log(ratio)/log(size ratio) (1 = linear, < 1 = sub-linear).
+type Growth struct {
+	From            int     `json:"from"`
+	To              int     `json:"to"`
+	SizeRatio       float64 `json:"size_ratio"`
+	RecallP50Ratio  float64 `json:"recall_p50_ratio"`
+	RecallExponent  float64 `json:"recall_exponent"`
+	QuoteP50Ratio   float64 `json:"find_quote_p50_ratio"`
+	QuoteExponent   float64 `json:"find_quote_exponent"`
+	IngestRateRatio float64 `json:"ingest_rate_ratio"`
+	DiskPerTurn     float64 `json:"disk_per_turn_ratio"`
+	RSSRatio        float64 `json:"rss_ratio"`
+	InitRatio       float64 `json:"initialize_ratio"`
+	SubLinearRecall bool    `json:"sub_linear_recall"`
+}
+
+// ScaleReport is a whole scale run.
+type ScaleReport struct {
+	Seed    uint64     `json:"seed"`
+	Queries int        `json:"queries"`
+	Budget  int        `json:"recall_budget"`
+	CPUs    int        `json:"cpus"`
+	Rows    []ScaleRow `json:"rows"`
+	Growth  []Growth   `json:"growth"`
+	Started time.Time  `json:"started"`
+}
+
+// RunScale measures ingest, recall, find_quote, disk, memory and start-up at
+// every size.
+func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleReport, error) {
+	if cfg.Open == nil {
+		return nil, errors.New("scale: no store opener")
+	}
+	cfg.Queries = cmpOr(cfg.Queries, 200)
+	cfg.BigBatch = cmpOr(cfg.BigBatch, 100)
+	cfg.SmallBatch = cmpOr(cfg.SmallBatch, 2)
+	cfg.SmallBatchTurns = cmpOr(cfg.SmallBatchTurns, 10000)
+	cfg.RecallBudget = cmpOr(cfg.RecallBudget, 2000)
+	rep := &ScaleReport{Seed: cfg.Seed, Queries: cfg.Queries, Budget: cfg.RecallBudget, CPUs: runtime.NumCPU(), Started: time.Now().UTC()}
+	for _, n := range cfg.Sizes {
+		row, err := scaleOne(ctx, cfg, n)
+		if err != nil {
+			return nil, fmt.Errorf("scale at %d turns: %w", n, err)
+		}
+		rep.Rows = append(rep.Rows, row)
+	}
+	for i := 1; i < len(rep.Rows); i++ {
+		rep.Growth = append(rep.Growth, growth(rep.Rows[i-1], rep.Rows[i]))
+	}
+	return rep, nil
+}
+
+func cmpOr(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+func scaleOne(ctx context.Context, cfg ScaleConfig, n int) (ScaleRow, error) {
+	row := ScaleRow{Turns: n}
+	syn := Generate(n, cfg.Seed)
+	resetPeakRSS()
+	runtime.GC()
+	bar := newProgressBar(cfg.Progress, n+min(n, cfg.SmallBatchTurns)+2*cfg.Queries)
+
+	dir, err := os.MkdirTemp(cfg.TempDir, "vc-scale-")
+	if err != nil {
+		return row, fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	bar.label(fmt.Sprintf("%d turns: ingest, %d per call", n, cfg.BigBatch))
+	eng, rate, err := ingestSynthetic(ctx, cfg.Open, filepath.Join(dir, "big"), syn, n, cfg.BigBatch, bar)
+	if err != nil {
+		bar.done()
+		return row, err
+	}
+	row.Ingest = append(row.Ingest, rate)
+
+	recallQ, quoteQ := syn.Queries(cfg.Queries)
+	bar.label(fmt.Sprintf("%d turns: recall", n))
+	var ms []float64
+	for _, q := range recallQ {
+		start := time.Now()
+		if _, err := eng.Recall(ctx, memory.RecallRequest{Message: q, MaxTokens: cfg.RecallBudget}); err != nil {
+			bar.done()
+			return row, errors.Join(fmt.Errorf("recall: %w", err), eng.Close())
+		}
+		ms = append(ms, msSince(start))
+		bar.add(1)
+	}
+	row.Recall = latencyOf(ms)
+	bar.label(fmt.Sprintf("%d turns: find_quote", n))
+	ms = ms[:0]
+	for _, q := range quoteQ {
+		start := time.Now()
+		res, err := eng.FindQuote(ctx, memory.FindQuoteRequest{Query: q, MaxResults: 5})
+		if err != nil {
+			bar.done()
+			return row, errors.Join(fmt.Errorf("find_quote: %w", err), eng.Close())
+		}
+		ms = append(ms, msSince(start))
+		if len(res.Quotes) > 0 {
+			row.QuoteHits++
+		}
+		bar.add(1)
+	}
+	row.FindQuote = latencyOf(ms)
+	row.Needles = len(syn.Needles)
+	for _, nd := range syn.Needles {
+		res, err := eng.Recall(ctx, memory.RecallRequest{Message: nd.Question, MaxTokens: cfg.RecallBudget})
+		if err != nil {
+			bar.done()
+			return row, errors.Join(fmt.Errorf("recall: %w", err), eng.Close())
+		}
+		if strings.Contains(NormalizeText(res.Text), NormalizeText(nd.Fact)) {
+			row.NeedlesRecalled++
+		}
+	}
+	if err := eng.Close(); err != nil {
+		bar.done()
+		return row, fmt.Errorf("close: %w", err)
+	}
+	row.DiskBytes, err = dirBytes(filepath.Join(dir, "big"))
+	if err != nil {
+		bar.done()
+		return row, err
+	}
+	row.DiskBytesPerTurn = float64(row.DiskBytes) / float64(n)
+
+	small := min(n, cfg.SmallBatchTurns)
+	bar.label(fmt.Sprintf("%d turns: ingest, %d per call (%d turns)", n, cfg.SmallBatch, small))
+	eng, rate, err = ingestSynthetic(ctx, cfg.Open, filepath.Join(dir, "small"), syn, small, cfg.SmallBatch, bar)
+	if err != nil {
+		bar.done()
+		return row, err
+	}
+	row.Ingest = append(row.Ingest, rate)
+	if err := eng.Close(); err != nil {
+		bar.done()
+		return row, fmt.Errorf("close: %w", err)
+	}
+	row.PeakRSSBytes = peakRSS()
+	bar.done()
+
+	if cfg.Binary != "" {
+		var runs []float64
+		for range 5 {
+			d, err := TimeInitialize(ctx, cfg.Binary, filepath.Join(dir, "big"))
+			if err != nil {
+				row.InitializeError = err.Error()
+				break
+			}
+			runs = append(runs, float64(d.Microseconds())/1000)
+		}
+		row.Initialize = latencyOf(runs)
+	}
+	return row, nil
+}
+
+func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
+
+func ingestSynthetic(ctx context.Context, open OpenFunc, dir string, syn *Synthetic, n, batch int, bar *progressBar) (Engine, IngestRate, error) {
+	rate := IngestRate{Batch: batch, Turns: n}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, rate, fmt.Errorf("data dir: %w", err)
+	}
+	eng, err := open(ctx, dir)
+	if err != nil {
+		return nil, rate, fmt.Errorf("open store: %w", err)
+	}
+	start := time.Now()
+	for from := 0; from < n; from += batch {
+		to := min(from+batch, n)
+		res, err := eng.Ingest(ctx, memory.IngestRequest{Messages: syn.Messages(from, to)})
+		if err != nil {
+			return nil, rate, errors.Join(fmt.Errorf("ingest turns %d-%d: %w", from, to, err), eng.Close())
+		}
+		if res.Compacted {
+			rate.Compactions++
+		}
+		bar.add(to - from)
+	}
+	rate.Seconds = time.Since(start).Seconds()
+	if rate.Seconds > 0 {
+		rate.TurnsPerSec = float64(n) / rate.Seconds
+	}
+	return eng, rate, nil
+}
+
+func dirBytes(dir string) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			total += info.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("measure %s: %w", dir, err)
+	}
+	return total, nil
+}
+
+// resetPeakRSS asks Linux to reset VmHWM to the current RSS; elsewhere, or
+// without permission, the peak simply keeps growing across sizes.
+func resetPeakRSS() {
+	if f, err := os.OpenFile("/proc/self/clear_refs", os.O_WRONLY, 0); err == nil {
+		_, _ = f.WriteString("5") // best effort: the report says the peak may include earlier sizes
+		_ = f.Close()
+	}
+}
+
+// peakRSS reads VmHWM from /proc/self/status (0 when unavailable).
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(rest)
+			if len(f) >= 1 {
+				kb, err := strconv.ParseInt(f[0], 10, 64)
+				if err == nil {
+					return kb * 1024
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// initializeRequest is the first message an MCP client sends.
+const initializeRequest = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"vc-mcp-bench","version":"1"}}}` + "\n"
+
+// TimeInitialize starts "binary serve --data-dir dir", sends initialize on
+// stdin and returns the time from just before exec to the answer on stdout.
+func TimeInitialize(ctx context.Context, binary, dir string) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "serve", "--data-dir", dir)
+	cmd.Env = append(os.Environ(), "VC_DATA_DIR="+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return 0, fmt.Errorf("stdin pipe: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, fmt.Errorf("stdout pipe: %w", err)
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("start %s: %w", binary, err)
+	}
+	if _, err := io.WriteString(stdin, initializeRequest); err != nil {
+		return 0, errors.Join(fmt.Errorf("send initialize: %w", err), stopChild(cmd, stdin))
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	var elapsed time.Duration
+	for sc.Scan() {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(sc.Bytes(), &msg) != nil || string(msg.ID) != "1" {
+			continue
+		}
+		if len(msg.Error) > 0 {
+			return 0, errors.Join(fmt.Errorf("initialize failed: %s", msg.Error), stopChild(cmd, stdin))
+		}
+		elapsed = time.Since(start)
+		break
+	}
+	if elapsed == 0 {
+		err := stopChild(cmd, stdin)
+		return 0, fmt.Errorf("no initialize answer from %s (stderr: %q): %w", binary, tail(stderr.String(), 300), errors.Join(sc.Err(), err))
+	}
+	// It answered; how it then shuts down is not what this measures.
+	_ = stopChild(cmd, stdin)
+	return elapsed, nil
+}
+
+// stopChild closes the child's stdin (a stdio server exits on EOF) and waits,
+// killing it after 5 s.
+func stopChild(cmd *exec.Cmd, stdin io.Closer) error {
+	cerr := stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return errors.Join(cerr, err)
+	case <-time.After(5 * time.Second):
+		kerr := cmd.Process.Kill()
+		return errors.Join(cerr, kerr, <-done)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+func growth(a, b ScaleRow) Growth {
+	g := Growth{From: a.Turns, To: b.Turns, SizeRatio: ratio(float64(b.Turns), float64(a.Turns))}
+	g.RecallP50Ratio = ratio(b.Recall.P50, a.Recall.P50)
+	g.QuoteP50Ratio = ratio(b.FindQuote.P50, a.FindQuote.P50)
+	g.RecallExponent = exponent(g.RecallP50Ratio, g.SizeRatio)
+	g.QuoteExponent = exponent(g.QuoteP50Ratio, g.SizeRatio)
+	if len(a.Ingest) > 0 && len(b.Ingest) > 0 {
+		g.IngestRateRatio = ratio(b.Ingest[0].TurnsPerSec, a.Ingest[0].TurnsPerSec)
+	}
+	g.DiskPerTurn = ratio(b.DiskBytesPerTurn, a.DiskBytesPerTurn)
+	g.RSSRatio = ratio(float64(b.PeakRSSBytes), float64(a.PeakRSSBytes))
+	g.InitRatio = ratio(b.Initialize.P50, a.Initialize.P50)
+	g.SubLinearRecall = g.RecallP50Ratio < g.SizeRatio
+	return g
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func exponent(r, size float64) float64 {
+	if r <= 0 || size <= 1 {
+		return 0
+	}
+	return math.Log(r) / math.Log(size)
+}
+
+// WriteMarkdown writes the scale tables.
+func (r *ScaleReport) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Scale: synthetic conversation (seed %d), %d timed queries per size, recall max_tokens %d, %d CPUs.\n\n",
+		r.Seed, r.Queries, r.Budget, r.CPUs)
+	b.WriteString("| turns | ingest turns/s (batch) | recall p50/p95/p99 ms | find_quote p50/p95/p99 ms | disk bytes/turn | peak RSS MB | initialize p50/max ms | needles recalled | find_quote with hits |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	for _, row := range r.Rows {
+		var rates []string
+		for _, in := range row.Ingest {
+			rates = append(rates, fmt.Sprintf("%.0f (%d/call, %d turns, %d compactions)", in.TurnsPerSec, in.Batch, in.Turns, in.Compactions))
+		}
+		init := fmt.Sprintf("%.1f / %.1f", row.Initialize.P50, row.Initialize.P99)
+		if row.InitializeError != "" {
+			init = "error: " + strings.ReplaceAll(tail(row.InitializeError, 120), "|", "/")
+		} else if row.Initialize.N == 0 {
+			init = "not measured"
+		}
+		fmt.Fprintf(&b, "| %d | %s | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f | %.0f | %.0f | %s | %d/%d | %d/%d |\n",
+			row.Turns, strings.Join(rates, "; "), row.Recall.P50, row.Recall.P95, row.Recall.P99,
+			row.FindQuote.P50, row.FindQuote.P95, row.FindQuote.P99, row.DiskBytesPerTurn,
+			float64(row.PeakRSSBytes)/(1<<20), init, row.NeedlesRecalled, row.Needles, row.QuoteHits, row.FindQuote.N)
+	}
+	if len(r.Growth) > 0 {
+		b.WriteString("\nGrowth between sizes (ratio larger/smaller; exponent = log(ratio)/log(size ratio), 1 = linear):\n\n")
+		b.WriteString("| from -> to | size x | recall p50 x (exp) | find_quote p50 x (exp) | ingest rate x | disk/turn x | peak RSS x | initialize x | recall sub-linear |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+		for _, g := range r.Growth {
+			fmt.Fprintf(&b, "| %d -> %d | %.0f | %.2f (%.2f) | %.2f (%.2f) | %.2f | %.2f | %.2f | %.2f | %v |\n",
+				g.From, g.To, g.SizeRatio, g.RecallP50Ratio, g.RecallExponent, g.QuoteP50Ratio, g.QuoteExponent,
+				g.IngestRateRatio, g.DiskPerTurn, g.RSSRatio, g.InitRatio, g.SubLinearRecall)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *ScaleReport) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// LatencyChart plots recall and find_quote latency against stored turns.
+func (r *ScaleReport) LatencyChart() Chart {
+	c := Chart{Title: "Latency vs stored turns", XLabel: "stored turns (log scale)", YLabel: "latency (ms, log scale)", LogX: true, LogY: true}
+	series := []struct {
+		name string
+		get  func(ScaleRow) float64
+	}{
+		{"recall p50", func(x ScaleRow) float64 { return x.Recall.P50 }},
+		{"recall p95", func(x ScaleRow) float64 { return x.Recall.P95 }},
+		{"recall p99", func(x ScaleRow) float64 { return x.Recall.P99 }},
+		{"find_quote p50", func(x ScaleRow) float64 { return x.FindQuote.P50 }},
+		{"find_quote p99", func(x ScaleRow) float64 { return x.FindQuote.P99 }},
+	}
+	for _, s := range series {
+		sr := Series{Name: s.name}
+		for _, row := range r.Rows {
+			sr.X = append(sr.X, float64(row.Turns))
+			sr.Y = append(sr.Y, s.get(row))
+		}
+		c.Series = append(c.Series, sr)
+	}
+	return c
+}

@@ -1,0 +1,314 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/vc-mcp/vc-mcp/index"
+	"github.com/vc-mcp/vc-mcp/memory/summarize"
+	"github.com/vc-mcp/vc-mcp/memory/tagging"
+	bolt "go.etcd.io/bbolt"
+)
+
+type compactResult struct {
+	segments int
+	freed    int
+}
+
+// segmentPlan is a segment about to be summarised.
+type segmentPlan struct {
+	rec   segmentRec
+	turns []summarize.Turn
+}
+
+// maybeCompact compacts the conversation when its uncompacted turns cross
+// the soft threshold (or always with force): one greedy batch of the oldest
+// unprotected turns becomes Layer 1 segments, and every tag they carry gets
+// its Layer 2 summary rebuilt. Summarising runs without the conversation's
+// lock held, so reads and ingests go on meanwhile.
+func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress Progress) (compactResult, error) {
+	var res compactResult
+	c.compactMu.Lock()
+	defer c.compactMu.Unlock()
+
+	plans, through, err := s.planCompaction(c, force)
+	if err != nil || len(plans) == 0 {
+		return res, err
+	}
+	total := len(plans)
+	step := func(done int, msg string) {
+		if progress != nil {
+			progress(done, total, msg)
+		}
+	}
+	// Layer 1: summarise the new segments.
+	for i := range plans {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		p := &plans[i]
+		out, err := s.sum.Summarize(ctx, summarize.Input{
+			Kind: summarize.Segment, Tag: p.rec.Primary, Tags: p.rec.Tags, Turns: p.turns,
+			MaxTokens: segmentSummaryTokens(p.rec.FullTokens),
+		})
+		if err != nil {
+			return res, fmt.Errorf("summarise segment of %s: %w", c.id, err)
+		}
+		p.rec.Summary = s.tok.Truncate(out.Summary, max(segmentSummaryTokens(p.rec.FullTokens), 1))
+		p.rec.SummaryTokens = s.tok.Count(p.rec.Summary)
+		p.rec.Tags = mergeTags(p.rec.Tags, out.Tags)
+		p.rec.Entities, p.rec.Decisions = out.Entities, out.Decisions
+		p.rec.Method, p.rec.Version = out.Method, out.Version
+		p.rec.CreatedAt = s.now().UTC()
+		step(i+1, "summarised segment "+p.rec.Primary)
+	}
+
+	// Layer 2: every non-general tag on the new segments gets its rollup
+	// rebuilt from all of its segments.
+	c.mu.RLock()
+	nextID := len(c.segs) + 1
+	byTag := map[string][]string{}
+	segIDs := map[string][]int{}
+	for _, sg := range c.segs {
+		for _, t := range sg.Tags {
+			byTag[t] = append(byTag[t], sg.Summary)
+			segIDs[t] = append(segIDs[t], sg.ID)
+		}
+	}
+	c.mu.RUnlock()
+	var touched []string
+	for i := range plans {
+		plans[i].rec.ID = nextID + i
+		for _, t := range plans[i].rec.Tags {
+			if t == tagging.General {
+				continue
+			}
+			if !contains(touched, t) {
+				touched = append(touched, t)
+			}
+			byTag[t] = append(byTag[t], plans[i].rec.Summary)
+			segIDs[t] = append(segIDs[t], plans[i].rec.ID)
+		}
+	}
+	sort.Strings(touched)
+	rollups := make([]*tagSummaryRec, 0, len(touched))
+	for _, t := range touched {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		out, err := s.sum.Summarize(ctx, summarize.Input{Kind: summarize.Tag, Tag: t, Segments: byTag[t], MaxTokens: tagSummaryTokens})
+		if err != nil {
+			return res, fmt.Errorf("summarise tag %s of %s: %w", t, c.id, err)
+		}
+		sum := s.tok.Truncate(out.Summary, tagSummaryTokens)
+		rollups = append(rollups, &tagSummaryRec{
+			Tag: t, Summary: sum, Description: out.Description, Tokens: s.tok.Count(sum),
+			Segments: segIDs[t], Method: out.Method, Version: out.Version, UpdatedAt: s.now().UTC(),
+		})
+	}
+
+	// Commit.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	meta := c.meta
+	meta.CompactedThrough = through
+	freedFull, summaryTokens := 0, 0
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		b, err := convBucket(tx, c.id)
+		if err != nil {
+			return err
+		}
+		sb, tb, rb := b.Bucket(bucketSegments), b.Bucket(bucketTurns), b.Bucket(bucketTagSums)
+		for i := range plans {
+			r := &plans[i].rec
+			if err := putJSON(sb, seqKey(r.ID), r); err != nil {
+				return err
+			}
+			for seq := r.First; seq <= r.Last; seq++ {
+				t := *c.turn(seq)
+				t.Segment = r.ID
+				if err := putJSON(tb, seqKey(seq), t); err != nil {
+					return err
+				}
+			}
+		}
+		for _, r := range rollups {
+			if err := putJSON(rb, []byte(r.Tag), r); err != nil {
+				return err
+			}
+		}
+		return putMeta(tx, meta)
+	})
+	if err != nil {
+		return res, fmt.Errorf("commit compaction of %s: %w", c.id, err)
+	}
+	c.meta = meta
+	var docs []index.Doc
+	for i := range plans {
+		r := plans[i].rec
+		rec := r
+		c.segs = append(c.segs, &rec)
+		for seq := r.First; seq <= r.Last; seq++ {
+			c.turns[seq-1].Segment = r.ID
+		}
+		freedFull += r.FullTokens
+		summaryTokens += r.SummaryTokens
+		docs = append(docs, index.Doc{ID: segmentDocID(c.id, r.ID), Conversation: c.id, Kind: "segment",
+			Text: r.Summary, Tags: r.Tags, Time: r.Start})
+	}
+	for _, r := range rollups {
+		c.tagSums[r.Tag] = r
+		docs = append(docs, index.Doc{ID: tagDocID(c.id, r.Tag), Conversation: c.id, Kind: "tag",
+			Text: r.Tag + ": " + r.Description + "\n" + r.Summary, Tags: []string{r.Tag}})
+	}
+	c.active = 0
+	for seq := through + 1; seq <= len(c.turns); seq++ {
+		c.active += c.turns[seq-1].Tokens
+	}
+	if err := s.ix.Add(ctx, docs); err != nil {
+		s.log.Warn("indexing summaries failed; they are stored and will be found by tag", "conversation", c.id, "err", err)
+	}
+	res.segments = len(plans)
+	res.freed = max(0, freedFull-summaryTokens)
+	s.log.Info("compacted", "conversation", c.id, "segments", res.segments, "tokens_freed", res.freed, "through", through)
+	return res, nil
+}
+
+const tagSummaryTokens = 300
+
+// segmentSummaryTokens sizes a Layer 1 summary: about a quarter of the
+// segment, between 40 and 250 tokens.
+func segmentSummaryTokens(full int) int {
+	return min(250, max(40, full/4))
+}
+
+// planCompaction chooses the batch and cuts it into segments, reading the
+// turns' text. It takes c.mu for reading.
+func (s *Store) planCompaction(c *conv, force bool) ([]segmentPlan, int, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	window := float64(s.opts.ContextWindow)
+	soft := int(window * s.opts.SoftThreshold)
+	if !force && c.active < soft {
+		return nil, 0, nil
+	}
+	from := c.meta.CompactedThrough + 1
+	limit := len(c.turns) - s.opts.ProtectedTurns // last compactable seq
+	if limit < from {
+		return nil, 0, nil
+	}
+	// One greedy batch: oldest first, until the active part is down to half
+	// the soft threshold (everything unprotected when forced or past hard).
+	target := soft / 2
+	if force || c.active >= int(window*s.opts.HardThreshold) {
+		target = 0
+	}
+	active, through := c.active, from-1
+	for seq := from; seq <= limit && (active > target || through < from); seq++ {
+		active -= c.turns[seq-1].Tokens
+		through = seq
+	}
+	// Never split a tool call from its result: when the next turn continues
+	// a call chain, cut before the chain instead.
+	for through >= from && through < len(c.turns) && c.turns[through].ToolResult &&
+		(c.turns[through-1].ToolUse || c.turns[through-1].ToolResult) {
+		through--
+	}
+	if through < from {
+		return nil, 0, nil
+	}
+
+	var plans []segmentPlan
+	var cur *segmentPlan
+	for seq := from; seq <= through; seq++ {
+		t := c.turns[seq-1]
+		prim := t.primary()
+		startNew := cur == nil ||
+			t.Session != c.turns[cur.rec.Last-1].Session ||
+			(!t.Empty && prim != cur.rec.Primary && cur.rec.Primary != "" && !t.ToolResult)
+		if startNew {
+			plans = append(plans, segmentPlan{rec: segmentRec{Primary: prim, First: seq, Last: seq, Start: t.When, End: t.When}})
+			cur = &plans[len(plans)-1]
+		}
+		if cur.rec.Primary == "" {
+			cur.rec.Primary = prim
+		}
+		cur.rec.Last, cur.rec.End = seq, t.When
+		cur.rec.Tags = mergeTags(cur.rec.Tags, t.Tags)
+		cur.rec.FullTokens += t.Tokens
+		if t.Empty {
+			continue
+		}
+		rec, err := c.log.read(t.Start, t.End)
+		if err != nil {
+			return nil, 0, err
+		}
+		cur.turns = append(cur.turns, summarize.Turn{ID: turnID(seq), Role: t.Role, Speaker: t.Name, Time: t.When, Text: rec.Content})
+	}
+	// Fold single-turn segments into their predecessor in the same session:
+	// keyword tags flip often, and a one-turn page is not worth a summary.
+	merged := plans[:0]
+	for _, p := range plans {
+		if n := len(merged); n > 0 && len(p.turns) <= 1 && c.turns[merged[n-1].rec.Last-1].Session == c.turns[p.rec.First-1].Session {
+			m := &merged[n-1]
+			m.rec.Last, m.rec.End = p.rec.Last, p.rec.End
+			m.rec.Tags = mergeTags(m.rec.Tags, p.rec.Tags)
+			m.rec.FullTokens += p.rec.FullTokens
+			m.turns = append(m.turns, p.turns...)
+			continue
+		}
+		merged = append(merged, p)
+	}
+	// Segments of only empty turns carry nothing to summarise; keep them
+	// attached so that every compacted turn belongs to a segment.
+	out := merged[:0]
+	for _, p := range merged {
+		if len(p.turns) == 0 && len(out) > 0 {
+			out[len(out)-1].rec.Last, out[len(out)-1].rec.End = p.rec.Last, p.rec.End
+			continue
+		}
+		out = append(out, p)
+	}
+	if len(out) > 0 && len(out[0].turns) == 0 && len(out) > 1 {
+		out[1].rec.First, out[1].rec.Start = out[0].rec.First, out[0].rec.Start
+		out = out[1:]
+	}
+	if len(out) == 1 && len(out[0].turns) == 0 {
+		// Only empty turns: nothing to summarise, but they are compacted.
+		out[0].rec.Primary = tagging.General
+		out[0].turns = []summarize.Turn{{ID: turnID(out[0].rec.First), Role: "tool", Text: "(tool calls without text)"}}
+	}
+	for i := range out {
+		if out[i].rec.Primary == "" {
+			out[i].rec.Primary = tagging.General
+		}
+		if len(out[i].rec.Tags) == 0 {
+			out[i].rec.Tags = []string{out[i].rec.Primary}
+		}
+	}
+	return out, through, nil
+}
+
+// mergeTags returns a followed by the tags of b it lacks: tags are only ever
+// added to, never dropped.
+func mergeTags(a, b []string) []string {
+	out := append([]string(nil), a...)
+	for _, t := range b {
+		t = strings.TrimSpace(t)
+		if t != "" && !contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

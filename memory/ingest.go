@@ -1,0 +1,242 @@
+package memory
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/vc-mcp/vc-mcp/index"
+	"github.com/vc-mcp/vc-mcp/memory/tagging"
+	bolt "go.etcd.io/bbolt"
+)
+
+// sessionGap separates sessions: a pause this long, or a change of calendar
+// date, starts a new one. Segments never span sessions.
+const sessionGap = 30 * time.Minute
+
+// Ingest appends messages to a conversation (compact_context). It is
+// idempotent (a message already stored is counted as a duplicate) and all
+// or nothing (one bad message fails the batch, storing none). The messages
+// are fsync'd to the master log before Ingest returns; tagging, indexing and
+// compaction follow.
+func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, error) {
+	var res IngestResult
+	id, err := s.resolve(req.ConversationID)
+	if err != nil {
+		return res, err
+	}
+	res.ConversationID = id
+	inputs, err := normalizeBatch(req.Messages, s.opts.MaxMessageBytes)
+	if err != nil {
+		return res, err
+	}
+	c, err := s.conversation(ctx, id, true)
+	if err != nil {
+		return res, err
+	}
+
+	c.mu.Lock()
+	var fresh []turnInput
+	seen := map[string]bool{}
+	for _, in := range inputs {
+		h := hex.EncodeToString(in.Hash[:])
+		if _, dup := c.hashes[h]; dup || seen[h] {
+			res.Duplicates++
+			continue
+		}
+		seen[h] = true
+		fresh = append(fresh, in)
+	}
+	if len(fresh) > 0 {
+		now := s.now().UTC()
+		recs := make([]logRecord, len(fresh))
+		for i, in := range fresh {
+			recs[i] = recordFrom(len(c.turns)+i+1, in, now)
+		}
+		ranges, err := c.log.appendRecords(c.meta.LogSize, recs)
+		if err != nil {
+			c.mu.Unlock()
+			return res, err
+		}
+		end := ranges[len(ranges)-1][1] + 1
+		first := len(c.turns) + 1
+		if err := s.applyRecords(ctx, c, recs, ranges, end); err != nil {
+			c.mu.Unlock()
+			return res, err
+		}
+		tagSeen := map[string]bool{}
+		for seq := first; seq <= len(c.turns); seq++ {
+			t := c.turn(seq)
+			res.TurnIDs = append(res.TurnIDs, turnID(seq))
+			res.Stored++
+			if t.Empty {
+				res.Skipped++
+			}
+			for _, tag := range t.Tags {
+				if !tagSeen[tag] {
+					tagSeen[tag] = true
+					res.Tags = append(res.Tags, tag)
+				}
+			}
+		}
+	}
+	if res.TurnIDs == nil {
+		res.TurnIDs = []string{}
+	}
+	if res.Tags == nil {
+		res.Tags = []string{}
+	}
+	c.mu.Unlock()
+	if res.Stored > res.Skipped {
+		s.kickEmbedder()
+	}
+
+	cr, err := s.maybeCompact(ctx, c, req.Force, req.Progress)
+	if err != nil {
+		// The messages are stored; a failed compaction is retried next time.
+		s.log.Error("compaction failed", "conversation", id, "err", err)
+	}
+	res.SegmentsCompacted, res.TokensFreed, res.Compacted = cr.segments, cr.freed, cr.segments > 0
+	c.mu.RLock()
+	res.ActiveTokens, res.TotalTurns = c.active, len(c.turns)
+	c.mu.RUnlock()
+	return res, nil
+}
+
+// applyRecords derives and commits the store entries of records already in
+// the master log (bytes up to logEnd), then indexes them. c.mu must be held
+// for writing.
+func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ranges [][2]int64, logEnd int64) error {
+	metas := make([]turnMeta, len(recs))
+	prev := c.turn(len(c.turns))
+	var prevTags []string
+	prevSession, prevWhen := 0, time.Time{}
+	if prev != nil {
+		prevSession, prevWhen = prev.Session, prev.When
+		prevTags = c.lastTags(len(c.turns))
+	}
+	// A local vocabulary view, so turns in one batch can reuse each other's tags.
+	vocab := c.vocab
+	var added map[string]int
+	for i, rec := range recs {
+		when := rec.when().UTC()
+		m := turnMeta{
+			Seq: rec.Seq, Role: rec.Role, Name: rec.Name, When: when,
+			Start: ranges[i][0], End: ranges[i][1], Hash: rec.Hash,
+			ToolUse: rec.ToolUse, ToolResult: rec.ToolResult,
+		}
+		session := prevSession
+		if session == 0 || when.Sub(prevWhen) > sessionGap || prevWhen.Sub(when) > sessionGap || !sameDay(when, prevWhen) {
+			session++
+		}
+		m.Session, prevSession, prevWhen = session, session, when
+		if strings.TrimSpace(rec.Content) == "" {
+			m.Empty = true
+		} else {
+			m.Tokens = s.tok.Count(rec.Content)
+			tr, err := s.tagger.Tag(ctx, tagging.Input{
+				Text: rec.Content, Role: rec.Role, Speaker: rec.Name,
+				Vocabulary: vocab, Aliases: nil, Previous: prevTags,
+			})
+			if err != nil || len(tr.Tags) == 0 {
+				if err != nil {
+					s.log.Warn("tagger failed; using the previous turn's tags", "conversation", c.id, "err", err)
+				}
+				tr = tagging.Result{Tags: []string{tagging.General}, Primary: tagging.General, Source: "fallback"}
+				if len(prevTags) > 0 {
+					tr.Tags, tr.Primary, tr.Source = prevTags, prevTags[0], "inherited"
+				}
+			}
+			m.Tags, m.Related, m.Rule = tr.Tags, tr.Related, tr.Rule
+			prevTags = tr.Tags
+			if added == nil {
+				added = make(map[string]int, len(c.vocab)+8)
+				for k, v := range c.vocab {
+					added[k] = v
+				}
+				vocab = added
+			}
+			for _, t := range tr.Tags {
+				added[t]++
+			}
+		}
+		metas[i] = m
+	}
+	meta := c.meta
+	meta.LogSize = logEnd
+	meta.Turns = len(c.turns) + len(recs)
+	meta.Updated = s.now().UTC()
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		b, err := convBucket(tx, c.id)
+		if err != nil {
+			return err
+		}
+		tb := b.Bucket(bucketTurns)
+		for _, m := range metas {
+			if err := putJSON(tb, seqKey(m.Seq), m); err != nil {
+				return err
+			}
+		}
+		return putMeta(tx, meta)
+	}); err != nil {
+		return fmt.Errorf("commit turns of %s: %w", c.id, err)
+	}
+	c.meta = meta
+	for _, m := range metas {
+		c.addTurn(m)
+	}
+	return s.indexTurns(ctx, c, metas[0].Seq, metas[len(metas)-1].Seq)
+}
+
+// lastTags returns the tags of the latest non-empty turn at or before seq.
+func (c *conv) lastTags(seq int) []string {
+	for ; seq > 0 && seq > len(c.turns)-50; seq-- {
+		if t := c.turn(seq); t != nil && !t.Empty {
+			return t.Tags
+		}
+	}
+	return nil
+}
+
+func sameDay(a, b time.Time) bool {
+	ay, am, ad := a.Date()
+	by, bm, bd := b.Date()
+	return ay == by && am == bm && ad == bd
+}
+
+// indexTurns adds turns first..last (inclusive) to the full-text index. The
+// turn text is read back from the master log. c.mu must be held for writing.
+func (s *Store) indexTurns(ctx context.Context, c *conv, first, last int) error {
+	const batch = 1000
+	for lo := first; lo <= last; lo += batch {
+		hi := min(last, lo+batch-1)
+		docs := make([]index.Doc, 0, hi-lo+1)
+		for seq := lo; seq <= hi; seq++ {
+			t := c.turn(seq)
+			if t == nil || t.Empty {
+				continue
+			}
+			rec, err := c.log.read(t.Start, t.End)
+			if err != nil {
+				return err
+			}
+			docs = append(docs, index.Doc{
+				ID: turnDocID(c.id, seq), Conversation: c.id, Kind: "turn", Text: rec.Content,
+				Speaker: t.Name, Role: t.Role, Tags: t.Tags, Time: t.When, Seq: int64(seq),
+			})
+		}
+		if len(docs) > 0 {
+			if err := s.ix.Add(ctx, docs); err != nil {
+				return fmt.Errorf("index turns %d-%d of %s: %w", lo, hi, c.id, err)
+			}
+		}
+		c.meta.IndexedThrough = hi
+	}
+	return nil
+}
+
+func turnDocID(conv string, seq int) string   { return conv + "/" + turnID(seq) }
+func segmentDocID(conv string, id int) string { return fmt.Sprintf("%s/s%d", conv, id) }
+func tagDocID(conv string, tag string) string { return conv + "/tag/" + tag }

@@ -1,0 +1,450 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func openTest(t testing.TB, opts Options) *Store {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	s, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func text(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+func msg(role, name, content string, ts time.Time) Message {
+	m := Message{Role: role, Name: name, Content: text(content)}
+	if !ts.IsZero() {
+		m.Timestamp = ts.Format(time.RFC3339)
+	}
+	return m
+}
+
+var t0 = time.Date(2024, 3, 1, 9, 0, 0, 0, time.UTC)
+
+// chat returns n alternating messages about a few topics, one minute apart.
+func chat(n int, start time.Time) []Message {
+	topics := []string{
+		"We should migrate the Postgres database to version 16 before the release on %d May.",
+		"My dog Rex needs his vaccination at the vet clinic, appointment number %d.",
+		"The Go bug in the scheduler shows up when GOMAXPROCS is %d.",
+		"For the trip to Japan we booked the Kyoto ryokan for %d nights.",
+	}
+	out := make([]Message, n)
+	for i := range out {
+		role, name := "user", "Ana"
+		if i%2 == 1 {
+			role, name = "assistant", "Bot"
+		}
+		out[i] = msg(role, name, fmt.Sprintf(topics[(i/4)%len(topics)], i+1), start.Add(time.Duration(i)*time.Minute))
+	}
+	return out
+}
+
+func ingest(t testing.TB, s *Store, conv string, msgs []Message) IngestResult {
+	t.Helper()
+	res, err := s.Ingest(context.Background(), IngestRequest{ConversationID: conv, Messages: msgs})
+	if err != nil {
+		t.Fatalf("Ingest: %v", err)
+	}
+	return res
+}
+
+func TestValidateConversationID(t *testing.T) {
+	tests := []struct {
+		id      string
+		wantErr bool
+	}{
+		{"default", false},
+		{"proj:vc-mcp_1.2", false},
+		{strings.Repeat("a", 128), false},
+		{"", true},
+		{strings.Repeat("a", 129), true},
+		{".", true},
+		{"..", true},
+		{"../etc", true},
+		{"a/b", true},
+		{`a\b`, true},
+		{"with space", true},
+		{"é", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			err := ValidateConversationID(tt.id)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("ValidateConversationID(%q) = %v, want error %v", tt.id, err, tt.wantErr)
+			}
+			if err != nil && !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v does not wrap ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func TestIngestDedupAndIdempotence(t *testing.T) {
+	s := openTest(t, Options{})
+	msgs := chat(10, t0)
+	res := ingest(t, s, "c1", msgs)
+	if res.Stored != 10 || res.Duplicates != 0 {
+		t.Fatalf("first ingest: stored %d dup %d, want 10 0", res.Stored, res.Duplicates)
+	}
+	// Resending the whole history plus one new message stores only the new one.
+	more := append(append([]Message(nil), msgs...), msg("user", "Ana", "And what about the ryokan breakfast?", t0.Add(time.Hour)))
+	res = ingest(t, s, "c1", more)
+	if res.Stored != 1 || res.Duplicates != 10 {
+		t.Fatalf("resend: stored %d dup %d, want 1 10", res.Stored, res.Duplicates)
+	}
+	if got, want := res.TurnIDs, []string{"t11"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("turn ids %v, want %v", got, want)
+	}
+	// Duplicates within one batch count once.
+	dup := msg("user", "Ana", "same words", t0.Add(2*time.Hour))
+	res = ingest(t, s, "c1", []Message{dup, dup})
+	if res.Stored != 1 || res.Duplicates != 1 {
+		t.Fatalf("in-batch dup: stored %d dup %d, want 1 1", res.Stored, res.Duplicates)
+	}
+}
+
+func TestIngestAllOrNothing(t *testing.T) {
+	s := openTest(t, Options{MaxMessageBytes: 1000})
+	ingest(t, s, "c", chat(2, t0))
+	tests := []struct {
+		name     string
+		bad      Message
+		sentinel error
+		wantIn   string
+	}{
+		{"bad role", Message{Role: "robot", Content: text("hi")}, ErrInvalid, "messages[1].role"},
+		{"bad timestamp", Message{Role: "user", Content: text("hi"), Timestamp: "yesterday"}, ErrInvalid, "timestamp"},
+		{"content object", Message{Role: "user", Content: json.RawMessage(`{"a":1}`)}, ErrInvalid, "content"},
+		{"content number", Message{Role: "user", Content: json.RawMessage(`42`)}, ErrInvalid, "content"},
+		{"invalid utf8", Message{Role: "user", Content: json.RawMessage("\"\xff\xfe\"")}, ErrInvalid, "UTF-8"},
+		{"too large", Message{Role: "user", Content: text(strings.Repeat("x", 2000))}, ErrTooLarge, "1000 bytes"},
+		{"block without type", Message{Role: "user", Content: json.RawMessage(`[{"text":"x"}]`)}, ErrInvalid, "type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			good := msg("user", "Ana", "a good message "+tt.name, t0.Add(time.Hour))
+			_, err := s.Ingest(context.Background(), IngestRequest{ConversationID: "c", Messages: []Message{good, tt.bad}})
+			if !errors.Is(err, tt.sentinel) {
+				t.Fatalf("err = %v, want %v", err, tt.sentinel)
+			}
+			if !strings.Contains(err.Error(), tt.wantIn) {
+				t.Fatalf("err %q does not mention %q", err, tt.wantIn)
+			}
+			st, err := s.Status(context.Background(), "c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Totals.Turns != 2 {
+				t.Fatalf("turns after a rejected batch = %d, want 2", st.Totals.Turns)
+			}
+		})
+	}
+}
+
+func TestContentBlocksAndEmptyTurns(t *testing.T) {
+	s := openTest(t, Options{})
+	msgs := []Message{
+		{Role: "user", Content: json.RawMessage(`[{"type":"text","text":"Please list the files in /srv/app"}]`)},
+		{Role: "assistant", Content: json.RawMessage(`[{"type":"tool_use","id":"tu1","name":"ls","input":{"path":"/srv/app"}}]`)},
+		{Role: "user", Content: json.RawMessage(`[{"type":"tool_result","tool_use_id":"tu1","content":[{"type":"text","text":"main.go\nconfig.yaml"}]}]`)},
+		{Role: "assistant", Content: json.RawMessage(`null`), ToolCalls: json.RawMessage(`[{"id":"c1","type":"function","function":{"name":"read","arguments":"{}"}}]`)},
+		{Role: "tool", ToolCallID: "c1", Content: text("")},
+	}
+	res := ingest(t, s, "", msgs)
+	if res.Stored != 5 || res.Skipped != 3 {
+		t.Fatalf("stored %d skipped %d, want 5 3", res.Stored, res.Skipped)
+	}
+	fq, err := s.FindQuote(context.Background(), FindQuoteRequest{Query: "config.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fq.Quotes) != 1 || fq.Quotes[0].TurnID != "t3" {
+		t.Fatalf("quotes %+v, want the tool result t3", fq.Quotes)
+	}
+	// The master log keeps the blocks verbatim.
+	data, err := os.ReadFile(fq.Quotes[0].Ref.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := data[fq.Quotes[0].Ref.Start:fq.Quotes[0].Ref.End]
+	if !bytes.Contains(line, []byte(`"tool_use_id":"tu1"`)) {
+		t.Fatalf("byte range %d-%d holds %s, want the raw tool_result", fq.Quotes[0].Ref.Start, fq.Quotes[0].Ref.End, line)
+	}
+}
+
+func TestRecallFitsBudgetAndFindsOldTurns(t *testing.T) {
+	s := openTest(t, Options{ContextWindow: 2000, ProtectedTurns: 4})
+	needle := msg("user", "Ana", "Remember: the staging server password hint is 'blue heron 42'.", t0)
+	ingest(t, s, "c", []Message{needle})
+	msgs := chat(400, t0.Add(time.Hour))
+	for i := 0; i < len(msgs); i += 20 {
+		ingest(t, s, "c", msgs[i:i+20])
+	}
+	st, err := s.Status(context.Background(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Totals.Segments == 0 || st.Totals.TagSummaries == 0 {
+		t.Fatalf("no compaction happened: %+v", st.Totals)
+	}
+	for _, budget := range []int{100, 300, 2000, 8000} {
+		t.Run(fmt.Sprint(budget), func(t *testing.T) {
+			r, err := s.Recall(context.Background(), RecallRequest{ConversationID: "c", Message: "what was the staging server password hint?", MaxTokens: budget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := CountTokens(r.Text); n > budget || r.Tokens != n {
+				t.Fatalf("text has %d tokens (reported %d), budget %d", n, r.Tokens, budget)
+			}
+			if budget >= 300 && !strings.Contains(r.Text, "blue heron 42") {
+				t.Fatalf("needle not recalled at budget %d:\n%s", budget, r.Text)
+			}
+		})
+	}
+}
+
+func TestRecallIsReadOnly(t *testing.T) {
+	s := openTest(t, Options{})
+	ingest(t, s, "c", chat(30, t0))
+	req := RecallRequest{ConversationID: "c", Message: "Rex vaccination", MaxTokens: 500}
+	a, err := s.Recall(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Recall(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Text != b.Text {
+		t.Fatalf("second recall differs:\n%s\n---\n%s", a.Text, b.Text)
+	}
+	st, _ := s.Status(context.Background(), "c")
+	if st.Totals.Turns != 30 {
+		t.Fatalf("recall stored something: %d turns", st.Totals.Turns)
+	}
+}
+
+func TestScopeIsolation(t *testing.T) {
+	s := openTest(t, Options{})
+	ingest(t, s, "alpha", []Message{msg("user", "Ana", "The launch code word is PAPAYA.", t0)})
+	ingest(t, s, "beta", []Message{msg("user", "Ben", "Lunch was pasta with pesto.", t0)})
+	r, err := s.Recall(context.Background(), RecallRequest{ConversationID: "beta", Message: "what is the launch code word?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(r.Text, "PAPAYA") {
+		t.Fatalf("conversation beta saw alpha's turn:\n%s", r.Text)
+	}
+	fq, err := s.FindQuote(context.Background(), FindQuoteRequest{ConversationID: "beta", Query: "PAPAYA"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fq.Quotes) != 0 {
+		t.Fatalf("find_quote in beta returned %+v", fq.Quotes)
+	}
+	r, err = s.Recall(context.Background(), RecallRequest{ConversationID: "beta", Message: "what is the launch code word?", Scope: ScopeAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.Text, "PAPAYA") {
+		t.Fatalf("scope all did not see alpha:\n%s", r.Text)
+	}
+}
+
+func TestExpandCollapse(t *testing.T) {
+	s := openTest(t, Options{ContextWindow: 1500, ProtectedTurns: 2})
+	ingest(t, s, "c", chat(120, t0))
+	st, err := s.Status(context.Background(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Tags) == 0 {
+		t.Fatal("no tags")
+	}
+	tag := st.Tags[0].Tag
+	for _, depth := range []Depth{DepthSegments, DepthFull} {
+		ex, err := s.Expand(context.Background(), ExpandRequest{ConversationID: "c", Tag: tag, Depth: depth, MaxTokens: 600})
+		if err != nil {
+			t.Fatalf("expand %s: %v", depth, err)
+		}
+		if ex.Tokens == 0 || CountTokens(ex.Text) > 600 || !strings.Contains(ex.Text, tag) {
+			t.Fatalf("expand %s: %d tokens, text:\n%s", depth, ex.Tokens, ex.Text)
+		}
+		if depth == DepthFull && len(ex.TurnIDs) == 0 {
+			t.Fatalf("full expand returned no turns")
+		}
+	}
+	col, err := s.Collapse(context.Background(), CollapseRequest{ConversationID: "c", Tag: tag, Depth: DepthNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if col.TokensFreed == 0 {
+		t.Fatalf("collapse freed nothing")
+	}
+	_, err = s.Expand(context.Background(), ExpandRequest{ConversationID: "c", Tag: "no-such-topic"})
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown tag: %v, want ErrNotFound", err)
+	}
+}
+
+func TestRebuildGivesSameAnswers(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	ingest(t, s, "c", chat(60, t0))
+	req := RecallRequest{ConversationID: "c", Message: "the Go scheduler bug with GOMAXPROCS", MaxTokens: 400}
+	before, err := s.Recall(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Rebuild(context.Background(), Options{Dir: dir}, nil); err != nil {
+		t.Fatalf("Rebuild: %v", err)
+	}
+	s2 := openTest(t, Options{Dir: dir})
+	after, err := s2.Recall(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Text != after.Text {
+		t.Fatalf("recall changed after rebuild:\n%s\n---\n%s", before.Text, after.Text)
+	}
+}
+
+func TestRecoverFromCrashTail(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	ingest(t, s, "c", chat(8, t0))
+	// Simulate a crash: the store never learns of two appended lines, and a
+	// third was torn mid-write.
+	c, _ := s.conversation(context.Background(), "c", false)
+	extra := []logRecord{
+		recordFrom(9, mustNorm(t, msg("user", "Ana", "crash-survivor alpha", t0.Add(time.Hour))), t0),
+		recordFrom(10, mustNorm(t, msg("user", "Ana", "crash-survivor beta", t0.Add(time.Hour+time.Minute))), t0),
+	}
+	if _, err := c.log.appendRecords(c.meta.LogSize, extra); err != nil {
+		t.Fatal(err)
+	}
+	path := c.log.path
+	s.db.Close() // drop without committing anything else (simulated kill)
+	s.closed.Store(true)
+	_ = s.ix.Close()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"v":1,"seq":11,"role":"user","content":"torn`)
+	f.Close()
+
+	s2 := openTest(t, Options{Dir: dir})
+	fq, err := s2.FindQuote(context.Background(), FindQuoteRequest{ConversationID: "c", Query: "crash-survivor beta"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fq.Quotes) == 0 || fq.Quotes[0].TurnID != "t10" {
+		t.Fatalf("replayed turn not found: %+v", fq.Quotes)
+	}
+	res := ingest(t, s2, "c", []Message{msg("user", "Ana", "after recovery", t0.Add(2*time.Hour))})
+	if res.TurnIDs[0] != "t11" {
+		t.Fatalf("next turn id %v, want t11 (torn tail overwritten)", res.TurnIDs)
+	}
+	data, _ := os.ReadFile(path)
+	if bytes.Contains(data, []byte("torn")) {
+		t.Fatalf("torn tail still in the log")
+	}
+}
+
+func mustNorm(t *testing.T, m Message) turnInput {
+	t.Helper()
+	in, err := normalizeMessage(m, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func TestSecondOpenFailsFast(t *testing.T) {
+	dir := t.TempDir()
+	openTest(t, Options{Dir: dir})
+	start := time.Now()
+	_, err := Open(context.Background(), Options{Dir: dir, LockTimeout: 200 * time.Millisecond})
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open: %v, want ErrLocked", err)
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Fatalf("error does not name the holder: %v", err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatalf("second Open took %v", time.Since(start))
+	}
+}
+
+func TestLogFileNamesStayInside(t *testing.T) {
+	s := openTest(t, Options{})
+	ingest(t, s, "proj:x", chat(2, t0))
+	matches, _ := filepath.Glob(filepath.Join(s.opts.Dir, logsDir, "*"))
+	if len(matches) != 1 || !strings.HasSuffix(matches[0], "proj%3Ax.jsonl") {
+		t.Fatalf("log files %v", matches)
+	}
+}
+
+func FuzzScanLog(f *testing.F) {
+	f.Add([]byte(`{"v":1,"seq":1,"role":"user","content":"hi","at":"2024-01-01T00:00:00Z","hash":"x"}` + "\n"))
+	f.Add([]byte("{\"v\":1,\"seq\":1}\n{torn"))
+	f.Add([]byte("\n\n\xff"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		end, err := scanLog(bytes.NewReader(data), 0, func(rec logRecord, start, end int64) error {
+			if start < 0 || end > int64(len(data)) || end < start {
+				t.Fatalf("bad range %d-%d of %d", start, end, len(data))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("scanLog: %v", err)
+		}
+		if end < 0 || end > int64(len(data)) {
+			t.Fatalf("end %d outside 0..%d", end, len(data))
+		}
+	})
+}
+
+func FuzzNormalizeMessage(f *testing.F) {
+	f.Add("user", `"hello"`, "", "2024-01-01T00:00:00Z", "")
+	f.Add("assistant", `[{"type":"text","text":"x"},{"type":"tool_use","name":"a"}]`, "n", "", `[{"id":"1"}]`)
+	f.Add("tool", `[{"type":"tool_result","content":"r"}]`, "", "bad", "")
+	f.Fuzz(func(t *testing.T, role, content, name, ts, calls string) {
+		m := Message{Role: role, Content: json.RawMessage(content), Name: name, Timestamp: ts, ToolCalls: json.RawMessage(calls)}
+		in, err := normalizeMessage(m, 1<<16)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("error %v wraps no sentinel", err)
+			}
+			return
+		}
+		if !validRoles[in.Role] {
+			t.Fatalf("accepted role %q", in.Role)
+		}
+	})
+}

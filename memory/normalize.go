@@ -1,0 +1,252 @@
+package memory
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+const (
+	maxBatchMessages = 1000
+	maxNameLen       = 256
+)
+
+var validRoles = map[string]bool{"user": true, "assistant": true, "system": true, "tool": true}
+
+// turnInput is a validated, normalised message ready to be appended.
+type turnInput struct {
+	Role       string
+	Name       string
+	Text       string          // what is indexed, tagged and counted; "" = an empty (tool-only) turn
+	Raw        json.RawMessage // original content when it was not a plain string
+	ToolCalls  json.RawMessage // OpenAI-style tool calls, verbatim
+	ToolCallID string
+	ToolUse    bool // carries a tool call
+	ToolResult bool // carries a tool result
+	Timestamp  time.Time
+	HasTime    bool
+	Hash       [32]byte
+}
+
+// normalizeBatch validates every message and normalises its content. A
+// batch is all or nothing: the first bad message fails the whole batch.
+func normalizeBatch(msgs []Message, maxBytes int) ([]turnInput, error) {
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("%w: messages must hold at least one message", ErrInvalid)
+	}
+	if len(msgs) > maxBatchMessages {
+		return nil, fmt.Errorf("%w: %d messages in one call; the limit is %d (send them in several calls)", ErrTooLarge, len(msgs), maxBatchMessages)
+	}
+	out := make([]turnInput, 0, len(msgs))
+	for i, m := range msgs {
+		t, err := normalizeMessage(m, maxBytes)
+		if err != nil {
+			return nil, fmt.Errorf("messages[%d].%w", i, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// fieldError builds "field: problem" errors that wrap a sentinel, so that
+// normalizeBatch can prefix them with the message index.
+func fieldError(sentinel error, field, format string, args ...any) error {
+	return fmt.Errorf("%s: %s: %w", field, fmt.Sprintf(format, args...), sentinel)
+}
+
+func normalizeMessage(m Message, maxBytes int) (turnInput, error) {
+	var t turnInput
+	role := strings.TrimSpace(m.Role)
+	if !validRoles[role] {
+		return t, fieldError(ErrInvalid, "role", "must be one of user, assistant, system, tool (got %q)", m.Role)
+	}
+	t.Role = role
+	if !utf8.ValidString(m.Name) {
+		return t, fieldError(ErrInvalid, "name", "is not valid UTF-8")
+	}
+	if len(m.Name) > maxNameLen {
+		return t, fieldError(ErrInvalid, "name", "is %d bytes; the limit is %d", len(m.Name), maxNameLen)
+	}
+	t.Name = strings.TrimSpace(m.Name)
+	if len(m.Content)+len(m.ToolCalls) > maxBytes {
+		return t, fieldError(ErrTooLarge, "content", "is %d bytes; the limit is %d bytes (max_message_bytes)", len(m.Content)+len(m.ToolCalls), maxBytes)
+	}
+	if !utf8.Valid(m.Content) || !utf8.Valid(m.ToolCalls) {
+		return t, fieldError(ErrInvalid, "content", "is not valid UTF-8")
+	}
+	if m.Timestamp != "" {
+		ts, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(m.Timestamp))
+		if err != nil {
+			return t, fieldError(ErrInvalid, "timestamp", "must be RFC 3339, like 2024-05-08T13:56:00Z (got %q)", m.Timestamp)
+		}
+		t.Timestamp, t.HasTime = ts.UTC(), true
+	}
+	text, err := contentText(m.Content, &t)
+	if err != nil {
+		return t, fieldError(ErrInvalid, "content", "%v", err)
+	}
+	if len(bytes.TrimSpace(m.ToolCalls)) > 0 && !bytes.Equal(bytes.TrimSpace(m.ToolCalls), []byte("null")) {
+		var calls []json.RawMessage
+		if err := json.Unmarshal(m.ToolCalls, &calls); err != nil {
+			return t, fieldError(ErrInvalid, "tool_calls", "must be an array of tool call objects")
+		}
+		if len(calls) > 0 {
+			t.ToolCalls = compactJSON(m.ToolCalls)
+			t.ToolUse = true
+		}
+	}
+	t.ToolCallID = m.ToolCallID
+	if t.ToolCallID != "" || role == "tool" {
+		t.ToolResult = true
+	}
+	t.Text = strings.TrimSpace(text)
+	t.Hash = messageHash(t)
+	return t, nil
+}
+
+// contentText extracts the indexable text of a content value: a string, an
+// array of blocks, or null. Tool calls are kept in Raw but are not text, so a
+// tool-only message is empty.
+func contentText(raw json.RawMessage, t *turnInput) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return "", nil
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("is not a valid JSON string")
+		}
+		return s, nil
+	case '[':
+		var blocks []json.RawMessage
+		if err := json.Unmarshal(raw, &blocks); err != nil {
+			return "", fmt.Errorf("must be a string or an array of content blocks")
+		}
+		t.Raw = compactJSON(raw)
+		var parts []string
+		for i, b := range blocks {
+			s, err := blockText(b, t)
+			if err != nil {
+				return "", fmt.Errorf("block %d %v", i, err)
+			}
+			if s != "" {
+				parts = append(parts, s)
+			}
+		}
+		return strings.Join(parts, "\n"), nil
+	default:
+		return "", fmt.Errorf("must be a string or an array of content blocks (got %s)", jsonKind(raw))
+	}
+}
+
+type contentBlock struct {
+	Type      string          `json:"type"`
+	Text      *string         `json:"text"`
+	Content   json.RawMessage `json:"content"`
+	Name      string          `json:"name"`
+	ToolUseID string          `json:"tool_use_id"`
+}
+
+func blockText(raw json.RawMessage, t *turnInput) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("is not a valid string")
+		}
+		return s, nil
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		return "", fmt.Errorf("must be an object with a \"type\" (got %s)", jsonKind(raw))
+	}
+	var b contentBlock
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return "", fmt.Errorf("is malformed: %v", err)
+	}
+	switch b.Type {
+	case "text", "input_text", "output_text":
+		if b.Text == nil {
+			return "", fmt.Errorf("of type %q has no \"text\"", b.Type)
+		}
+		return *b.Text, nil
+	case "tool_use", "function_call", "server_tool_use":
+		t.ToolUse = true
+		return "", nil
+	case "tool_result", "function_call_output":
+		t.ToolResult = true
+		if t.ToolCallID == "" {
+			t.ToolCallID = b.ToolUseID
+		}
+		if len(b.Content) == 0 {
+			return "", nil
+		}
+		var inner turnInput
+		s, err := contentText(b.Content, &inner)
+		if err != nil {
+			return "", fmt.Errorf("content %v", err)
+		}
+		return s, nil
+	default:
+		// Images, documents, thinking blocks and unknown types carry no
+		// indexable text; they stay in Raw, verbatim.
+		if b.Type == "" {
+			return "", fmt.Errorf("has no \"type\"")
+		}
+		return "", nil
+	}
+}
+
+func jsonKind(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
+}
+
+func compactJSON(raw json.RawMessage) json.RawMessage {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return append(json.RawMessage(nil), raw...)
+	}
+	return buf.Bytes()
+}
+
+// messageHash identifies a message for de-duplication: role, name, content
+// and timestamp (a resent message is the same message).
+func messageHash(t turnInput) [32]byte {
+	h := sha256.New()
+	ts := ""
+	if t.HasTime {
+		ts = t.Timestamp.Format(time.RFC3339Nano)
+	}
+	for _, part := range []string{t.Role, t.Name, t.Text, string(t.Raw), string(t.ToolCalls), t.ToolCallID, ts} {
+		fmt.Fprintf(h, "%d:%s|", len(part), part)
+	}
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+func validUTF8Suffix(s string) bool {
+	r, size := utf8.DecodeLastRuneInString(s)
+	return !(r == utf8.RuneError && size <= 1)
+}

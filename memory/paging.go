@@ -1,0 +1,276 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/vc-mcp/vc-mcp/memory/tagging"
+	bolt "go.etcd.io/bbolt"
+)
+
+const (
+	defaultExpandTokens = 4000
+	// workingSetBudget is the token budget of a conversation's working set:
+	// expanding past it evicts the least recently used topics.
+	workingSetBudget = 12000
+)
+
+// Expand pages a topic in (expand_topic): it returns the topic's content at
+// the asked depth (segment summaries, or the original turns read back from
+// the master log) trimmed to the budget, and records the working-set change,
+// evicting the coldest topics when over the working-set budget.
+func (s *Store) Expand(ctx context.Context, req ExpandRequest) (ExpandResult, error) {
+	res := ExpandResult{Evicted: []string{}, TurnIDs: []string{}, WorkingSet: []WorkingEntry{}}
+	id, err := s.resolve(req.ConversationID)
+	if err != nil {
+		return res, err
+	}
+	res.ConversationID = id
+	if req.Depth == "" {
+		req.Depth = DepthSegments
+	}
+	if req.Depth != DepthSegments && req.Depth != DepthFull {
+		return res, fmt.Errorf("%w: depth must be \"segments\" or \"full\" (got %q)", ErrInvalid, req.Depth)
+	}
+	budget, err := checkBudget(req.MaxTokens, defaultExpandTokens)
+	if err != nil {
+		return res, err
+	}
+	c, err := s.conversation(ctx, id, false)
+	if err != nil {
+		return res, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tag, err := c.findTag(req.Tag)
+	if err != nil {
+		return res, err
+	}
+	res.Tag, res.Depth = tag, req.Depth
+
+	var b strings.Builder
+	header := fmt.Sprintf("# Topic %s (%d turns)\n", tag, c.vocab[tag])
+	b.WriteString(header)
+	used := s.tok.Count(header)
+	if ts, ok := c.tagSums[tag]; ok && req.Depth == DepthSegments {
+		part := fmt.Sprintf("## Overview\n%s\n", ts.Summary)
+		if n := s.tok.Count(part); used+n <= budget {
+			b.WriteString(part)
+			used += n
+		}
+	}
+	switch req.Depth {
+	case DepthSegments:
+		// Segment summaries for the compacted part, original turns for what
+		// has not been compacted yet (it has no summary).
+		for _, sg := range c.segs {
+			if !contains(sg.Tags, tag) {
+				continue
+			}
+			part := fmt.Sprintf("## %s · turns %s-%s · %s\n%s\n", sg.Primary, turnID(sg.First), turnID(sg.Last), sg.Start.Format("2 Jan 2006"), sg.Summary)
+			n := s.tok.Count(part)
+			if used+n > budget {
+				res.Truncated = true
+				break
+			}
+			b.WriteString(part)
+			used += n
+		}
+		if !res.Truncated {
+			used = s.writeTurns(c, tag, c.meta.CompactedThrough+1, budget, used, &b, &res)
+		}
+	case DepthFull:
+		used = s.writeTurns(c, tag, 1, budget, used, &b, &res)
+	}
+	res.Text = strings.TrimRight(b.String(), "\n")
+	res.Tokens = s.tok.Count(res.Text)
+
+	// Record the working-set change.
+	now := s.now().UTC()
+	c.working[tag] = WorkingEntry{Tag: tag, Depth: req.Depth, Tokens: res.Tokens, LastAccess: now}
+	res.Evicted = c.evict(tag)
+	if err := s.saveWorking(c); err != nil {
+		return res, err
+	}
+	res.WorkingSet = c.workingList()
+	return res, nil
+}
+
+// writeTurns appends the tag's original turns from seq from on, reading them
+// back from the master log, within the budget.
+func (s *Store) writeTurns(c *conv, tag string, from, budget, used int, b *strings.Builder, res *ExpandResult) int {
+	lastSession := -1
+	for _, seq := range c.tagSeqs[tag] {
+		if seq < from {
+			continue
+		}
+		t := c.turn(seq)
+		rec, err := c.log.read(t.Start, t.End)
+		if err != nil {
+			s.log.Warn("unreadable turn skipped", "conversation", c.id, "turn", seq, "err", err)
+			continue
+		}
+		part := ""
+		if t.Session != lastSession {
+			part = sessionHeader(c, t, false) + "\n"
+		}
+		part += turnPrefix(c, t, false) + oneLine(rec.Content) + "\n"
+		n := s.tok.Count(part)
+		if used+n > budget {
+			res.Truncated = true
+			break
+		}
+		lastSession = t.Session
+		b.WriteString(part)
+		used += n
+		res.TurnIDs = append(res.TurnIDs, turnID(seq))
+	}
+	return used
+}
+
+// Collapse pages a topic out (collapse_topic): to its summary, or out of
+// the working set entirely. It reports the tokens freed.
+func (s *Store) Collapse(ctx context.Context, req CollapseRequest) (CollapseResult, error) {
+	res := CollapseResult{WorkingSet: []WorkingEntry{}}
+	id, err := s.resolve(req.ConversationID)
+	if err != nil {
+		return res, err
+	}
+	res.ConversationID = id
+	if req.Depth == "" {
+		req.Depth = DepthSummary
+	}
+	if req.Depth != DepthSummary && req.Depth != DepthNone {
+		return res, fmt.Errorf("%w: depth must be \"summary\" or \"none\" (got %q)", ErrInvalid, req.Depth)
+	}
+	c, err := s.conversation(ctx, id, false)
+	if err != nil {
+		return res, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tag, err := c.findTag(req.Tag)
+	if err != nil {
+		return res, err
+	}
+	res.Tag, res.Depth = tag, req.Depth
+	before := c.working[tag].Tokens
+	after := 0
+	if req.Depth == DepthSummary {
+		if ts, ok := c.tagSums[tag]; ok {
+			after = ts.Tokens
+		}
+		c.working[tag] = WorkingEntry{Tag: tag, Depth: DepthSummary, Tokens: after, LastAccess: s.now().UTC()}
+	} else {
+		delete(c.working, tag)
+	}
+	res.TokensFreed = max(0, before-after)
+	if err := s.saveWorking(c); err != nil {
+		return res, err
+	}
+	res.WorkingSet = c.workingList()
+	return res, nil
+}
+
+// findTag resolves a tag name as a user may type it to a stored tag.
+func (c *conv) findTag(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return "", fmt.Errorf("%w: tag must not be empty", ErrInvalid)
+	}
+	if c.vocab[name] > 0 {
+		return name, nil
+	}
+	canon := tagging.Canonicalize(name, nil)
+	if c.vocab[canon] > 0 {
+		return canon, nil
+	}
+	// Suggest the closest existing tags.
+	var near []string
+	for tag := range c.vocab {
+		if strings.Contains(tag, canon) || canon != "" && strings.Contains(canon, tag) {
+			near = append(near, tag)
+		}
+	}
+	sort.Slice(near, func(i, j int) bool { return c.vocab[near[i]] > c.vocab[near[j]] })
+	if len(near) > 5 {
+		near = near[:5]
+	}
+	hint := "domain_status lists the tags"
+	if len(near) > 0 {
+		hint = "did you mean " + strings.Join(near, ", ") + "?"
+	}
+	return "", fmt.Errorf("%w: no tag %q in conversation %q; %s", ErrNotFound, name, c.id, hint)
+}
+
+// evict collapses the least recently used expanded topics (never keep) to
+// their summaries until the working set fits its budget.
+func (c *conv) evict(keep string) []string {
+	evicted := []string{}
+	total := 0
+	for _, w := range c.working {
+		total += w.Tokens
+	}
+	for total > workingSetBudget {
+		var coldest *WorkingEntry
+		for tag, w := range c.working {
+			if tag == keep || w.Depth == DepthSummary || w.Depth == DepthNone {
+				continue
+			}
+			if coldest == nil || w.LastAccess.Before(coldest.LastAccess) || w.LastAccess.Equal(coldest.LastAccess) && w.Tag < coldest.Tag {
+				wc := w
+				coldest = &wc
+			}
+		}
+		if coldest == nil {
+			break
+		}
+		after := 0
+		if ts, ok := c.tagSums[coldest.Tag]; ok {
+			after = ts.Tokens
+		}
+		total -= coldest.Tokens - after
+		c.working[coldest.Tag] = WorkingEntry{Tag: coldest.Tag, Depth: DepthSummary, Tokens: after, LastAccess: coldest.LastAccess}
+		evicted = append(evicted, coldest.Tag)
+	}
+	return evicted
+}
+
+func (c *conv) workingList() []WorkingEntry {
+	out := make([]WorkingEntry, 0, len(c.working))
+	for _, w := range c.working {
+		out = append(out, w)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].LastAccess.Equal(out[j].LastAccess) {
+			return out[i].LastAccess.After(out[j].LastAccess)
+		}
+		return out[i].Tag < out[j].Tag
+	})
+	return out
+}
+
+// saveWorking persists the working set (replacing it whole). c.mu is held.
+func (s *Store) saveWorking(c *conv) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b, err := convBucket(tx, c.id)
+		if err != nil {
+			return err
+		}
+		if err := b.DeleteBucket(bucketWorking); err != nil {
+			return fmt.Errorf("reset working set: %w", err)
+		}
+		wb, err := b.CreateBucket(bucketWorking)
+		if err != nil {
+			return fmt.Errorf("create working set: %w", err)
+		}
+		for tag, w := range c.working {
+			if err := putJSON(wb, []byte(tag), w); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,105 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/vc-mcp/vc-mcp/index"
+)
+
+const (
+	defaultQuotes = 5
+	maxQuotes     = 50
+	excerptChars  = 240
+)
+
+// FindQuote searches every stored original turn (find_quote). Each hit
+// carries an excerpt with the matched terms marked, who said it and when,
+// its tags, and its master-log reference (file and byte range).
+func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteResult, error) {
+	res := FindQuoteResult{Query: req.Query, Quotes: []Quote{}}
+	query := strings.TrimSpace(req.Query)
+	if query == "" {
+		return res, fmt.Errorf("%w: query must not be empty", ErrInvalid)
+	}
+	if !utf8.ValidString(query) {
+		return res, fmt.Errorf("%w: query is not valid UTF-8", ErrInvalid)
+	}
+	n := req.MaxResults
+	if n == 0 {
+		n = defaultQuotes
+	}
+	if n < 1 || n > maxQuotes {
+		return res, fmt.Errorf("%w: max_results must be between 1 and %d (got %d)", ErrInvalid, maxQuotes, req.MaxResults)
+	}
+	if !req.Since.IsZero() && !req.Until.IsZero() && req.Until.Before(req.Since) {
+		return res, fmt.Errorf("%w: until (%s) is before since (%s)", ErrInvalid, req.Until.Format("2006-01-02T15:04:05Z07:00"), req.Since.Format("2006-01-02T15:04:05Z07:00"))
+	}
+	convs, err := s.scopeConvs(ctx, req.ConversationID, req.Scope)
+	if err != nil || len(convs) == 0 {
+		return res, err
+	}
+	byID := map[string]*conv{}
+	ids := make([]string, len(convs))
+	for i, c := range convs {
+		byID[c.id], ids[i] = c, c.id
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+	}
+	iq := index.Query{Text: query, Conversations: ids, Kinds: []string{"turn"}, Speaker: req.Speaker,
+		Since: req.Since, Until: req.Until, Limit: n, Highlight: true}
+	// A multi-word query is also tried as a phrase: exact quotes rank first.
+	if words := strings.Fields(strings.Trim(query, `"'“”`)); len(words) > 1 && len(words) <= 12 {
+		iq.Phrases = []string{strings.Join(words, " ")}
+	}
+	hits, err := s.ix.Search(ctx, iq)
+	if err != nil {
+		return res, fmt.Errorf("search: %w", err)
+	}
+	for _, h := range hits {
+		c := byID[h.Conversation]
+		if c == nil {
+			continue
+		}
+		t := c.turn(int(h.Seq))
+		if t == nil {
+			continue
+		}
+		excerpt := strings.Join(h.Fragments, " … ")
+		if excerpt == "" {
+			rec, err := c.log.read(t.Start, t.End)
+			if err != nil {
+				return res, err
+			}
+			excerpt = clip(rec.Content, excerptChars)
+		}
+		abs, _ := filepath.Abs(c.log.path)
+		res.Quotes = append(res.Quotes, Quote{
+			TurnID: turnID(t.Seq), ConversationID: c.id, Role: t.Role, Speaker: t.Name, Timestamp: t.When,
+			Excerpt: excerpt, Tags: nonNil(t.Tags), Ref: LogRef{File: abs, Start: t.Start, End: t.End},
+			Score: h.Score, Match: "lexical",
+		})
+	}
+	return res, nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,312 @@
+package memory
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"github.com/vc-mcp/vc-mcp/index"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// bbolt layout. Everything in it is derived from the master logs.
+//
+//	convs            conversation id -> convMeta
+//	c/<id>/turns     seq (uint64 BE) -> turnMeta
+//	c/<id>/segments  segment id (uint64 BE) -> segmentRec
+//	c/<id>/tagsums   tag -> tagSummaryRec
+//	c/<id>/working   tag -> WorkingEntry
+//	c/<id>/vectors   seq (uint64 BE) -> float32 LE vector (semantic memory)
+var (
+	bucketConvs    = []byte("convs")
+	bucketMeta     = []byte("meta")
+	bucketTurns    = []byte("turns")
+	bucketSegments = []byte("segments")
+	bucketTagSums  = []byte("tagsums")
+	bucketWorking  = []byte("working")
+	bucketVectors  = []byte("vectors")
+	keySchema      = []byte("schema")
+	keyClean       = []byte("clean")
+)
+
+const schemaVersion = "1"
+
+func convBucketName(id string) []byte { return []byte("c/" + id) }
+
+func seqKey(n int) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(n))
+	return b[:]
+}
+
+// convMeta is a conversation's persistent header.
+type convMeta struct {
+	ID string `json:"id"`
+	// LogSize is how many bytes of the master log are reflected here; a
+	// longer log means a crash came between the log's fsync and this
+	// store's commit, and the tail is replayed on load.
+	LogSize          int64     `json:"log_size"`
+	Turns            int       `json:"turns"`
+	CompactedThrough int       `json:"compacted_through"`
+	IndexedThrough   int       `json:"indexed_through"`
+	Created          time.Time `json:"created"`
+	Updated          time.Time `json:"updated"`
+}
+
+// turnMeta is the index entry for one turn of a master log.
+type turnMeta struct {
+	Seq        int       `json:"s"`
+	Role       string    `json:"r"`
+	Name       string    `json:"n,omitempty"`
+	When       time.Time `json:"w"`
+	Start      int64     `json:"o"`
+	End        int64     `json:"e"`
+	Tokens     int       `json:"k"`
+	Tags       []string  `json:"t,omitempty"`
+	Related    []string  `json:"rt,omitempty"`
+	Empty      bool      `json:"x,omitempty"`
+	Rule       bool      `json:"ru,omitempty"`
+	ToolUse    bool      `json:"tu,omitempty"`
+	ToolResult bool      `json:"tr,omitempty"`
+	Hash       string    `json:"h"`
+	Session    int       `json:"ss"`
+	Segment    int       `json:"g,omitempty"`
+}
+
+func (t *turnMeta) primary() string {
+	if len(t.Tags) == 0 {
+		return ""
+	}
+	return t.Tags[0]
+}
+
+// segmentRec is a stored Layer 1 segment.
+type segmentRec struct {
+	ID            int       `json:"id"`
+	Primary       string    `json:"primary"`
+	Tags          []string  `json:"tags"`
+	First         int       `json:"first"`
+	Last          int       `json:"last"`
+	Start         time.Time `json:"start"`
+	End           time.Time `json:"end"`
+	Summary       string    `json:"summary"`
+	SummaryTokens int       `json:"summary_tokens"`
+	FullTokens    int       `json:"full_tokens"`
+	Entities      []string  `json:"entities,omitempty"`
+	Decisions     []string  `json:"decisions,omitempty"`
+	Method        string    `json:"method"`
+	Version       string    `json:"version"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+// tagSummaryRec is a stored Layer 2 summary.
+type tagSummaryRec struct {
+	Tag         string    `json:"tag"`
+	Summary     string    `json:"summary"`
+	Description string    `json:"description"`
+	Tokens      int       `json:"tokens"`
+	Segments    []int     `json:"segments"`
+	Method      string    `json:"method"`
+	Version     string    `json:"version"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// conv is a conversation's in-memory state, loaded from bbolt on first use.
+// mu guards every field; ingest and compaction commits take it for writing,
+// reads take it for reading. compactMu serialises compactions so that the
+// slow part (summarising) runs without mu held.
+type conv struct {
+	mu        sync.RWMutex
+	compactMu sync.Mutex
+
+	id       string
+	log      *masterLog
+	meta     convMeta
+	turns    []turnMeta // turns[seq-1]
+	hashes   map[string]int
+	vocab    map[string]int   // tag -> turns carrying it
+	tagSeqs  map[string][]int // tag -> seqs, ascending
+	related  map[string]map[string]int
+	segs     []*segmentRec // segs[id-1]
+	tagSums  map[string]*tagSummaryRec
+	working  map[string]WorkingEntry
+	speakers map[string]int // lowercased name -> turns
+	// tagWords holds each tag's (and related term's) analysed words, and
+	// wordTags the reverse, so a query finds its tags without a scan.
+	tagWords map[string][]string
+	wordTags map[string][]string
+	// vecs are the turn vectors (semantic memory); vecFailed marks turns the
+	// embedder could not encode, so they are not retried forever.
+	vecs      vectors
+	vecFailed map[int]bool
+	tokens    int // all non-empty turns
+	active    int // tokens of turns after CompactedThrough
+}
+
+func newConv(id string) *conv {
+	return &conv{
+		id: id, hashes: map[string]int{}, vocab: map[string]int{}, tagSeqs: map[string][]int{},
+		related: map[string]map[string]int{}, tagSums: map[string]*tagSummaryRec{},
+		working: map[string]WorkingEntry{}, speakers: map[string]int{},
+		tagWords: map[string][]string{}, wordTags: map[string][]string{},
+	}
+}
+
+// addTurn folds one turn into the in-memory indexes.
+func (c *conv) addTurn(t turnMeta) {
+	c.turns = append(c.turns, t)
+	c.hashes[t.Hash] = t.Seq
+	if t.Empty {
+		return
+	}
+	c.tokens += t.Tokens
+	if t.Seq > c.meta.CompactedThrough {
+		c.active += t.Tokens
+	}
+	for _, tag := range t.Tags {
+		c.learnWords(tag)
+		c.vocab[tag]++
+		c.tagSeqs[tag] = append(c.tagSeqs[tag], t.Seq)
+		for _, r := range t.Related {
+			c.learnWords(r)
+			m := c.related[tag]
+			if m == nil {
+				m = map[string]int{}
+				c.related[tag] = m
+			}
+			m[r]++
+		}
+	}
+	if t.Name != "" {
+		c.speakers[strings.ToLower(t.Name)]++
+	}
+}
+
+func (c *conv) turn(seq int) *turnMeta {
+	if seq <= 0 || seq > len(c.turns) {
+		return nil
+	}
+	return &c.turns[seq-1]
+}
+
+// loadConv reads a conversation's state from bbolt.
+func loadConv(tx *bolt.Tx, id string) (*conv, error) {
+	c := newConv(id)
+	if v := tx.Bucket(bucketConvs).Get([]byte(id)); v != nil {
+		if err := json.Unmarshal(v, &c.meta); err != nil {
+			return nil, fmt.Errorf("decode conversation %s: %w", id, err)
+		}
+	} else {
+		c.meta.ID = id
+	}
+	b := tx.Bucket(convBucketName(id))
+	if b == nil {
+		return c, nil
+	}
+	if tb := b.Bucket(bucketTurns); tb != nil {
+		err := tb.ForEach(func(k, v []byte) error {
+			var t turnMeta
+			if err := json.Unmarshal(v, &t); err != nil {
+				return fmt.Errorf("decode turn %x of %s: %w", k, id, err)
+			}
+			if t.Seq != len(c.turns)+1 {
+				return fmt.Errorf("conversation %s: turn %d out of sequence", id, t.Seq)
+			}
+			c.addTurn(t)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if sb := b.Bucket(bucketSegments); sb != nil {
+		err := sb.ForEach(func(k, v []byte) error {
+			s := &segmentRec{}
+			if err := json.Unmarshal(v, s); err != nil {
+				return fmt.Errorf("decode segment of %s: %w", id, err)
+			}
+			c.segs = append(c.segs, s)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		sort.Slice(c.segs, func(i, j int) bool { return c.segs[i].ID < c.segs[j].ID })
+	}
+	if tb := b.Bucket(bucketTagSums); tb != nil {
+		err := tb.ForEach(func(k, v []byte) error {
+			s := &tagSummaryRec{}
+			if err := json.Unmarshal(v, s); err != nil {
+				return fmt.Errorf("decode tag summary of %s: %w", id, err)
+			}
+			c.tagSums[s.Tag] = s
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := loadVectors(b, c); err != nil {
+		return nil, fmt.Errorf("load vectors of %s: %w", id, err)
+	}
+	if wb := b.Bucket(bucketWorking); wb != nil {
+		err := wb.ForEach(func(k, v []byte) error {
+			var w WorkingEntry
+			if err := json.Unmarshal(v, &w); err != nil {
+				return fmt.Errorf("decode working set of %s: %w", id, err)
+			}
+			c.working[w.Tag] = w
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// convBucket returns (creating) the conversation's bucket and its sub-buckets.
+func convBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
+	b, err := tx.CreateBucketIfNotExists(convBucketName(id))
+	if err != nil {
+		return nil, fmt.Errorf("create bucket for %s: %w", id, err)
+	}
+	for _, name := range [][]byte{bucketTurns, bucketSegments, bucketTagSums, bucketWorking, bucketVectors} {
+		if _, err := b.CreateBucketIfNotExists(name); err != nil {
+			return nil, fmt.Errorf("create %s bucket for %s: %w", name, id, err)
+		}
+	}
+	return b, nil
+}
+
+func putJSON(b *bolt.Bucket, key []byte, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", key, err)
+	}
+	return b.Put(key, data)
+}
+
+func putMeta(tx *bolt.Tx, m convMeta) error {
+	return putJSON(tx.Bucket(bucketConvs), []byte(m.ID), m)
+}
+
+// learnWords records the analysed words of a new tag or related term.
+func (c *conv) learnWords(tag string) {
+	if _, ok := c.tagWords[tag]; ok {
+		return
+	}
+	words := index.Analyze(strings.ReplaceAll(tag, "-", " "))
+	c.tagWords[tag] = words
+	seen := map[string]bool{}
+	for _, w := range words {
+		if !seen[w] {
+			seen[w] = true
+			c.wordTags[w] = append(c.wordTags[w], tag)
+		}
+	}
+}

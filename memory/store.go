@@ -1,0 +1,549 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vc-mcp/vc-mcp/index"
+	"github.com/vc-mcp/vc-mcp/memory/summarize"
+	"github.com/vc-mcp/vc-mcp/memory/tagging"
+	bolt "go.etcd.io/bbolt"
+)
+
+// File names inside a data directory.
+const (
+	dbFile     = "vc.db"
+	indexDir   = "index.bleve"
+	logsDir    = "logs"
+	holderFile = "holder.json"
+	logExt     = ".jsonl"
+)
+
+// textIndex is what the store needs of a full-text index.
+type textIndex interface {
+	Add(ctx context.Context, docs []index.Doc) error
+	Delete(ctx context.Context, ids []string) error
+	Search(ctx context.Context, q index.Query) ([]index.Hit, error)
+	Close() error
+}
+
+var _ textIndex = (*index.Index)(nil)
+
+// Store is a data directory's memory: master logs, the bbolt store and the
+// Bleve index. It is safe for concurrent use. One process at a time may open
+// a data directory.
+type Store struct {
+	opts   Options
+	db     *bolt.DB
+	ix     textIndex
+	tok    *counter
+	tagger Tagger
+	sum    Summarizer
+	log    *slog.Logger
+	now    func() time.Time
+
+	prefixCache sync.Map // speaker -> tokens of a turn line's speaker prefix
+
+	mu     sync.Mutex
+	convs  map[string]*conv
+	closed atomic.Bool
+
+	// Background embedding (semantic memory); nil channels without an Embedder.
+	kick      chan struct{}
+	embedDone chan struct{}
+	stopEmbed context.CancelFunc
+}
+
+// holder identifies the process that holds a data directory.
+type holder struct {
+	PID     int       `json:"pid"`
+	Command string    `json:"command"`
+	Host    string    `json:"host"`
+	Started time.Time `json:"started"`
+}
+
+func (o *Options) setDefaults() {
+	if o.DefaultConversation == "" {
+		o.DefaultConversation = "default"
+	}
+	if o.ContextWindow <= 0 {
+		o.ContextWindow = 120000
+	}
+	if o.SoftThreshold <= 0 || o.SoftThreshold >= 1 {
+		o.SoftThreshold = 0.70
+	}
+	if o.HardThreshold <= 0 || o.HardThreshold >= 1 || o.HardThreshold < o.SoftThreshold {
+		o.HardThreshold = 0.85
+		if o.HardThreshold < o.SoftThreshold {
+			o.HardThreshold = o.SoftThreshold
+		}
+	}
+	if o.ProtectedTurns <= 0 {
+		o.ProtectedTurns = 6
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = 1 << 20
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Open opens (creating if needed) the data directory opts.Dir. It fails fast
+// with an error wrapping ErrLocked, naming the holder, when another process
+// has it open. Turns found in the master logs but missing from the derived
+// stores (after a crash, or when they were deleted) are replayed.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	opts.setDefaults()
+	if opts.Dir == "" {
+		return nil, fmt.Errorf("%w: no data directory given", ErrInvalid)
+	}
+	if err := ValidateConversationID(opts.DefaultConversation); err != nil {
+		return nil, fmt.Errorf("default conversation: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(opts.Dir, logsDir), 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	tok := cl100k()
+	dbPath := filepath.Join(opts.Dir, dbFile)
+	db, err := bolt.Open(dbPath, 0o600, &bolt.Options{Timeout: opts.LockTimeout})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, lockedError(opts.Dir)
+		}
+		return nil, fmt.Errorf("open %s: %w", dbPath, err)
+	}
+	s := &Store{opts: opts, db: db, tok: tok, tagger: opts.Tagger, sum: opts.Summarizer,
+		log: opts.Logger, now: opts.Now, convs: map[string]*conv{}}
+	if s.tagger == nil {
+		s.tagger = tagging.NewKeyword(nil)
+	}
+	if s.sum == nil {
+		s.sum = summarize.NewExtractive(&summarize.ExtractiveOptions{Count: tok.Count})
+	}
+	fail := func(err error) (*Store, error) {
+		if s.ix != nil {
+			_ = s.ix.Close()
+		}
+		_ = db.Close()
+		return nil, err
+	}
+	if err := writeHolder(opts.Dir); err != nil {
+		return fail(err)
+	}
+	clean, err := s.initSchema()
+	if err != nil {
+		return fail(err)
+	}
+	ixPath := filepath.Join(opts.Dir, indexDir)
+	ix, err := index.Open(ixPath, nil)
+	if err != nil {
+		// The index is derived: rebuild it rather than refuse to start.
+		s.log.Warn("full-text index unreadable; rebuilding it from the master logs", "path", ixPath, "err", err)
+		if rmErr := os.RemoveAll(ixPath); rmErr != nil {
+			return fail(fmt.Errorf("remove broken index: %w", rmErr))
+		}
+		if ix, err = index.Open(ixPath, nil); err != nil {
+			return fail(fmt.Errorf("open index: %w", err))
+		}
+		clean = false
+		if err := s.resetIndexed(); err != nil {
+			return fail(err)
+		}
+	}
+	s.ix = ix
+	if err := s.recover(ctx, clean); err != nil {
+		return fail(err)
+	}
+	if opts.Embedder != nil {
+		ectx, cancel := context.WithCancel(context.Background())
+		s.kick, s.embedDone, s.stopEmbed = make(chan struct{}, 1), make(chan struct{}), cancel
+		go s.embedLoop(ectx)
+		s.kickEmbedder()
+	}
+	return s, nil
+}
+
+// initSchema creates the top-level buckets and reports whether the last
+// shutdown was clean, marking the store in use.
+func (s *Store) initSchema() (clean bool, err error) {
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketConvs, bucketMeta} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get(keySchema); v != nil && string(v) != schemaVersion {
+			return fmt.Errorf("data directory schema %q is not %q: run `vc-mcp rebuild`", v, schemaVersion)
+		}
+		clean = string(meta.Get(keyClean)) == "1" || meta.Get(keySchema) == nil
+		if err := meta.Put(keySchema, []byte(schemaVersion)); err != nil {
+			return err
+		}
+		return meta.Put(keyClean, []byte("0"))
+	})
+	if err != nil {
+		return false, fmt.Errorf("initialise store: %w", err)
+	}
+	return clean, nil
+}
+
+// resetIndexed marks every conversation as not indexed, so recover re-adds
+// all turns to a new index.
+func (s *Store) resetIndexed() error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketConvs)
+		var metas []convMeta
+		if err := b.ForEach(func(k, v []byte) error {
+			var m convMeta
+			if err := json.Unmarshal(v, &m); err != nil {
+				return err
+			}
+			m.IndexedThrough = 0
+			metas = append(metas, m)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("reset index watermarks: %w", err)
+		}
+		for _, m := range metas {
+			if err := putMeta(tx, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func lockedError(dir string) error {
+	msg := fmt.Sprintf("%s is in use by another vc-mcp process", dir)
+	if data, err := os.ReadFile(filepath.Join(dir, holderFile)); err == nil {
+		var h holder
+		if json.Unmarshal(data, &h) == nil && h.PID > 0 {
+			msg = fmt.Sprintf("%s is in use by pid %d (%s) on %s, started %s", dir, h.PID, h.Command, h.Host, h.Started.Format(time.RFC3339))
+		}
+	}
+	return fmt.Errorf("%w: %s; stop that process, or give this one another --data-dir (sharing one store between clients: run one `vc-mcp serve --http` and point every client at it)", ErrLocked, msg)
+}
+
+func writeHolder(dir string) error {
+	host, _ := os.Hostname()
+	h := holder{PID: os.Getpid(), Command: strings.Join(os.Args, " "), Host: host, Started: time.Now().UTC()}
+	data, err := json.MarshalIndent(h, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicWrite(filepath.Join(dir, holderFile), data)
+}
+
+// atomicWrite writes data to path via a temporary file, fsync and rename.
+func atomicWrite(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("rename %s: %w", path, err)
+	}
+	return nil
+}
+
+// Close flushes and releases the data directory.
+func (s *Store) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	var errs []error
+	if s.stopEmbed != nil {
+		s.stopEmbed()
+		<-s.embedDone
+	}
+	s.mu.Lock()
+	convs := s.convs
+	s.convs = map[string]*conv{}
+	s.mu.Unlock()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		for _, c := range convs {
+			c.mu.Lock()
+			if err := putMeta(tx, c.meta); err != nil {
+				c.mu.Unlock()
+				return err
+			}
+			c.mu.Unlock()
+		}
+		return tx.Bucket(bucketMeta).Put(keyClean, []byte("1"))
+	})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("save state: %w", err))
+	}
+	for _, c := range convs {
+		if c.log != nil {
+			if err := c.log.close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := s.ix.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close index: %w", err))
+	}
+	_ = os.Remove(filepath.Join(s.opts.Dir, holderFile))
+	if err := s.db.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close store: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Store) logPath(id string) string {
+	return filepath.Join(s.opts.Dir, logsDir, fileName(id)+logExt)
+}
+
+// resolve validates a conversation id, mapping "" to the default.
+func (s *Store) resolve(id string) (string, error) {
+	if id == "" {
+		return s.opts.DefaultConversation, nil
+	}
+	if err := ValidateConversationID(id); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// conversation returns the loaded state of a conversation. With create
+// false, a conversation that has no log yet gives ErrNotFound.
+func (s *Store) conversation(ctx context.Context, id string, create bool) (*conv, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.convs[id]; ok {
+		return c, nil
+	}
+	path := s.logPath(id)
+	if !create {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: conversation %q has no stored messages yet", ErrNotFound, id)
+		}
+	}
+	var c *conv
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		c, err = loadConv(tx, id)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	l, err := openMasterLog(path)
+	if err != nil {
+		return nil, err
+	}
+	c.log = l
+	if c.meta.Created.IsZero() {
+		c.meta.Created = s.now().UTC()
+	}
+	if err := s.replayTail(ctx, c); err != nil {
+		_ = l.close()
+		return nil, err
+	}
+	s.convs[id] = c
+	return c, nil
+}
+
+// recover brings every conversation's derived state up to its master log:
+// conversations whose logs are longer than the store knows are replayed, and
+// after an unclean shutdown recent turns are re-indexed.
+func (s *Store) recover(ctx context.Context, clean bool) error {
+	entries, err := os.ReadDir(filepath.Join(s.opts.Dir, logsDir))
+	if err != nil {
+		return fmt.Errorf("list master logs: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, logExt) {
+			continue
+		}
+		id := strings.ReplaceAll(strings.TrimSuffix(name, logExt), "%3A", ":")
+		if ValidateConversationID(id) != nil {
+			s.log.Warn("ignoring master log with an invalid conversation id", "file", name)
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			return fmt.Errorf("stat %s: %w", name, err)
+		}
+		var meta convMeta
+		if err := s.db.View(func(tx *bolt.Tx) error {
+			if v := tx.Bucket(bucketConvs).Get([]byte(id)); v != nil {
+				return json.Unmarshal(v, &meta)
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("read conversation %s: %w", id, err)
+		}
+		if info.Size() == meta.LogSize && meta.IndexedThrough >= meta.Turns && clean {
+			continue
+		}
+		if !clean && meta.IndexedThrough > 0 {
+			// The index may have lost its most recent additions.
+			if err := s.db.Update(func(tx *bolt.Tx) error {
+				meta.IndexedThrough = max(0, meta.IndexedThrough-reindexWindow)
+				return putMeta(tx, meta)
+			}); err != nil {
+				return fmt.Errorf("mark %s for re-indexing: %w", id, err)
+			}
+		}
+		if _, err := s.conversation(ctx, id, true); err != nil {
+			return fmt.Errorf("recover conversation %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// reindexWindow is how many recent turns are re-indexed after an unclean
+// shutdown (index additions are durable once acknowledged, so this is a
+// safety margin, not a requirement).
+const reindexWindow = 256
+
+// replayTail folds in turns present in the master log but not in the store,
+// and indexes turns not yet indexed.
+func (s *Store) replayTail(ctx context.Context, c *conv) error {
+	size, err := c.log.size()
+	if err != nil {
+		return err
+	}
+	if size > c.meta.LogSize {
+		f, err := os.Open(c.log.path)
+		if err != nil {
+			return fmt.Errorf("open master log for replay: %w", err)
+		}
+		defer f.Close()
+		if _, err := f.Seek(c.meta.LogSize, 0); err != nil {
+			return fmt.Errorf("seek master log: %w", err)
+		}
+		var recs []logRecord
+		var ranges [][2]int64
+		end, err := scanLog(f, c.meta.LogSize, func(rec logRecord, start, end int64) error {
+			if rec.Seq != len(c.turns)+len(recs)+1 {
+				return fmt.Errorf("master log %s: record at byte %d has seq %d, want %d", c.log.path, start, rec.Seq, len(c.turns)+len(recs)+1)
+			}
+			recs = append(recs, rec)
+			ranges = append(ranges, [2]int64{start, end})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if end < size {
+			s.log.Warn("master log has a torn tail (never acknowledged); it will be overwritten", "conversation", c.id, "valid_bytes", end, "size", size)
+		}
+		if len(recs) > 0 {
+			s.log.Info("replaying master log", "conversation", c.id, "turns", len(recs))
+			if err := s.applyRecords(ctx, c, recs, ranges, end); err != nil {
+				return err
+			}
+		} else if end != c.meta.LogSize {
+			c.meta.LogSize = end
+		}
+	}
+	if c.meta.IndexedThrough < len(c.turns) {
+		if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// conversationIDs lists every conversation with a master log, sorted.
+func (s *Store) conversationIDs() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(s.opts.Dir, logsDir))
+	if err != nil {
+		return nil, fmt.Errorf("list master logs: %w", err)
+	}
+	var ids []string
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, logExt) {
+			continue
+		}
+		id := strings.ReplaceAll(strings.TrimSuffix(name, logExt), "%3A", ":")
+		if ValidateConversationID(id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// Rebuild deletes the derived bbolt file and Bleve index of opts.Dir and
+// recreates them from the master logs. The directory must not be open.
+// Working-set state is derived too and starts empty.
+func Rebuild(ctx context.Context, opts Options, progress Progress) error {
+	opts.setDefaults()
+	if opts.Dir == "" {
+		return fmt.Errorf("%w: no data directory given", ErrInvalid)
+	}
+	// Take the lock before deleting anything.
+	db, err := bolt.Open(filepath.Join(opts.Dir, dbFile), 0o600, &bolt.Options{Timeout: opts.LockTimeout})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return lockedError(opts.Dir)
+		}
+		return fmt.Errorf("open store: %w", err)
+	}
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("close store: %w", err)
+	}
+	for _, p := range []string{filepath.Join(opts.Dir, dbFile), filepath.Join(opts.Dir, indexDir)} {
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("remove %s: %w", p, err)
+		}
+	}
+	s, err := Open(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if progress != nil {
+		ids, _ := s.conversationIDs()
+		progress(len(ids), len(ids), "rebuilt")
+	}
+	return s.Close()
+}
+
+// kickEmbedder wakes the background embedder, if there is one.
+func (s *Store) kickEmbedder() {
+	if s.kick == nil {
+		return
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,80 @@
+package memory
+
+import (
+	"log/slog"
+	"sync"
+
+	tiktoken "github.com/pkoukk/tiktoken-go"
+	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
+)
+
+// counter counts cl100k tokens. The BPE ranks come from the offline loader
+// (embedded in the binary): nothing is fetched. Building the tables takes a
+// few hundred milliseconds, so it starts in the background when a store
+// opens and only the first count waits for it: the MCP handshake does not.
+type counter struct {
+	ready chan struct{}
+	enc   *tiktoken.Tiktoken
+}
+
+var (
+	counterStart sync.Once
+	counterVal   = &counter{ready: make(chan struct{})}
+)
+
+// cl100k returns the process-wide cl100k counter, starting its load.
+func cl100k() *counter {
+	counterStart.Do(func() { go counterVal.load() })
+	return counterVal
+}
+
+func (c *counter) load() {
+	defer close(c.ready)
+	tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader())
+	enc, err := tiktoken.GetEncoding("cl100k_base")
+	if err != nil {
+		// Cannot happen with the embedded tables; if it does, counts fall
+		// back to bytes, an upper bound, so budgets still hold.
+		slog.Error("cl100k tables failed to load; counting bytes instead", "err", err)
+		return
+	}
+	c.enc = enc
+}
+
+// Count returns the number of cl100k tokens in s.
+func (c *counter) Count(s string) int {
+	if s == "" {
+		return 0
+	}
+	<-c.ready
+	if c.enc == nil {
+		return len(s)
+	}
+	return len(c.enc.EncodeOrdinary(s))
+}
+
+// Truncate returns the longest prefix of s (cut at a token boundary) that
+// has at most n tokens.
+func (c *counter) Truncate(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	<-c.ready
+	if c.enc == nil {
+		return clip(s, n)
+	}
+	toks := c.enc.EncodeOrdinary(s)
+	if len(toks) <= n {
+		return s
+	}
+	out := c.enc.Decode(toks[:n])
+	// A cut inside a multi-byte rune decodes to U+FFFD; drop it.
+	for len(out) > 0 && out[len(out)-1] >= 0x80 && !validUTF8Suffix(out) {
+		out = out[:len(out)-1]
+	}
+	return out
+}
+
+// CountTokens counts cl100k tokens in s; it is what every budget in vc-mcp
+// is measured with.
+func CountTokens(s string) int { return cl100k().Count(s) }
