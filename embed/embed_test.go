@@ -17,10 +17,11 @@ import (
 // The goldens come from transformers.js on onnxruntime-node (see
 // testdata/README.md); nothing here regenerates them from Go output.
 const (
-	tinyDir        = "testdata/tiny"
-	tokenizerGold  = "testdata/tokenizer_golden.json"
-	vectorsGold    = "testdata/vectors_golden.json"
-	realTokenizers = "../../shared/models/all-MiniLM-L6-v2"
+	tinyDir             = "testdata/tiny"
+	tokenizerGold       = "testdata/tokenizer_golden.json"
+	tokenizerRandomGold = "testdata/tokenizer_random_golden.json"
+	vectorsGold         = "testdata/vectors_golden.json"
+	realTokenizers      = "../../shared/models/all-MiniLM-L6-v2"
 )
 
 type goldenTokens struct {
@@ -69,15 +70,19 @@ func TestTokenizerParity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := readGolden[goldenTokens](t, tokenizerGold)
-	if len(cases) < 200 {
-		t.Fatalf("got %d golden sentences, want >= 200", len(cases))
-	}
-	for i, c := range cases {
-		got := tok.Encode(c.Text)
-		if !slices.Equal(got, c.IDs) {
-			t.Errorf("case %d %q:\n got  %v\n want %v", i, short(c.Text), got, c.IDs)
-		}
+	for _, file := range []string{tokenizerGold, tokenizerRandomGold} {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			cases := readGolden[goldenTokens](t, file)
+			if len(cases) < 200 {
+				t.Fatalf("got %d golden sentences, want >= 200", len(cases))
+			}
+			for i, c := range cases {
+				got := tok.Encode(c.Text)
+				if !slices.Equal(got, c.IDs) {
+					t.Errorf("case %d %q:\n got  %v\n want %v", i, short(c.Text), got, c.IDs)
+				}
+			}
+		})
 	}
 }
 

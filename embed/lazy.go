@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -57,7 +58,8 @@ func reasonFor(dir string, err error) string {
 	case errors.Is(err, ErrNoModel):
 		return fmt.Sprintf("no model at %s (run `vc-mcp model pull`)", dir)
 	case errors.Is(err, ErrCorrupt):
-		return fmt.Sprintf("model corrupt: %v (run `vc-mcp model pull` again)", err)
+		msg := strings.TrimSuffix(strings.TrimPrefix(err.Error(), "embed: "), ": "+ErrCorrupt.Error())
+		return fmt.Sprintf("model corrupt: %s (run `vc-mcp model pull` again)", msg)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return "loading cancelled"
 	default:

@@ -234,7 +234,22 @@ func (o PullOptions) listFiles(ctx context.Context) ([]remoteFile, string, error
 			for _, s := range info.Siblings {
 				have[s.Name] = s
 			}
+			if isHex(info.SHA, 40) {
+				// Every file from this one commit, even if the branch moves.
+				o.Revision = info.SHA
+			}
 		}
+	}
+	withAPI := func(f remoteFile) remoteFile {
+		if s, ok := have[f.name]; ok {
+			if s.LFS != nil && f.sha256 == "" && isHex(s.LFS.SHA256, 64) {
+				f.sha256, f.size = s.LFS.SHA256, s.LFS.Size
+			}
+			if f.size < 0 && s.Size != nil {
+				f.size = *s.Size
+			}
+		}
+		return f
 	}
 	var names []string
 	pick := func(n string) bool {
@@ -274,7 +289,7 @@ func (o PullOptions) listFiles(ctx context.Context) ([]remoteFile, string, error
 		if commit == "" {
 			commit = c
 		}
-		files = append(files, f)
+		files = append(files, withAPI(f))
 		break
 	}
 	if len(files) == 0 {
@@ -296,15 +311,7 @@ func (o PullOptions) listFiles(ctx context.Context) ([]remoteFile, string, error
 		if commit == "" {
 			commit = c
 		}
-		if s, ok := have[n]; ok {
-			if s.LFS != nil && f.sha256 == "" {
-				f.sha256, f.size = s.LFS.SHA256, s.LFS.Size
-			}
-			if f.size < 0 && s.Size != nil {
-				f.size = *s.Size
-			}
-		}
-		files = append(files, f)
+		files = append(files, withAPI(f))
 	}
 	return files, commit, nil
 }

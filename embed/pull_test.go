@@ -34,6 +34,7 @@ type fakeHub struct {
 	ignoreRange bool // answer range requests with the whole file
 	blobGets    int  // LFS GETs served
 	rangeGets   []string
+	byMain      int // resolve requests by branch rather than commit
 }
 
 func newFakeHub(t *testing.T) *fakeHub {
@@ -83,8 +84,11 @@ func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			sibs = append(sibs, s)
 		}
 		json.NewEncoder(w).Encode(map[string]any{"id": h.repo, "sha": h.commit, "siblings": sibs})
-	case strings.HasPrefix(p, "/"+h.repo+"/resolve/main/"):
-		name := strings.TrimPrefix(p, "/"+h.repo+"/resolve/main/")
+	case strings.HasPrefix(p, "/"+h.repo+"/resolve/main/") || strings.HasPrefix(p, "/"+h.repo+"/resolve/"+h.commit+"/"):
+		name := p[strings.LastIndex(p, "/")+1:]
+		h.mu.Lock()
+		h.byMain += strings.Count(p, "/resolve/main/")
+		h.mu.Unlock()
 		b, ok := h.files[name]
 		if !ok {
 			http.Error(w, "Entry not found", http.StatusNotFound)
@@ -172,6 +176,9 @@ func TestPull(t *testing.T) {
 			}
 			if res.Commit != hub.commit {
 				t.Errorf("got commit %q, want %q", res.Commit, hub.commit)
+			}
+			if hub.byMain != 0 {
+				t.Errorf("got %d requests by branch, want every file pinned to the commit", hub.byMain)
 			}
 			sources := map[string]string{}
 			for _, f := range res.Files {

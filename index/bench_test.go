@@ -59,21 +59,16 @@ func BenchmarkAdd(b *testing.B) {
 }
 
 // BenchmarkSearch measures query latency on indexes of 10k and 100k turns
-// (built by Adds of 1000): plain BM25 text; text with a conversation
+// (see buildIndex; -short skips 100k): plain BM25 text; text with a conversation
 // filter, a boosting phrase, or highlighting; and all three.
 func BenchmarkSearch(b *testing.B) {
 	queries := synthQueries(500, 5)
-	for _, n := range benchSearchSizes {
-		ix, err := Open(filepath.Join(b.TempDir(), "idx"), nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		docs := synthDocs(n, 1)
-		for i := 0; i < n; i += 1000 {
-			if err := ix.Add(context.Background(), docs[i:min(i+1000, n)]); err != nil {
-				b.Fatal(err)
-			}
-		}
+	sizes := []int{10_000, 100_000}
+	if testing.Short() {
+		sizes = sizes[:1]
+	}
+	for _, n := range sizes {
+		ix := buildIndex(b, n)
 		for _, mode := range []string{"text", "conversation", "phrase", "highlight", "all"} {
 			b.Run(fmt.Sprintf("docs=%d/%s", n, mode), func(b *testing.B) {
 				ctx := context.Background()
@@ -113,4 +108,31 @@ func BenchmarkSearch(b *testing.B) {
 	}
 }
 
-var benchSearchSizes = []int{10_000, 100_000}
+// buildIndex adds n synthetic turns in Adds of 1000, closes and reopens
+// the index (as a restarted server would find it) and warms it up.
+func buildIndex(b *testing.B, n int) *Index {
+	ctx := context.Background()
+	dir := filepath.Join(b.TempDir(), "idx")
+	ix, err := Open(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	docs := synthDocs(n, 1)
+	for i := 0; i < n; i += 1000 {
+		if err := ix.Add(ctx, docs[i:min(i+1000, n)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := ix.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if ix, err = Open(dir, nil); err != nil {
+		b.Fatal(err)
+	}
+	for _, q := range synthQueries(50, 99) {
+		if _, err := ix.Search(ctx, Query{Text: q}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return ix
+}

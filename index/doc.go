@@ -17,8 +17,12 @@
 //
 // Query.Text and Query.Phrases are user or model text and are never parsed
 // as query syntax: Text is analysed into terms that are OR'ed and ranked
-// by BM25 (Bleve's "bm25" scoring model); each phrase is an exact phrase
-// match that adds to the score, or is required with RequirePhrases.
+// by Bleve's "bm25" scoring model; each phrase is an exact phrase match
+// that adds to the score (boost 2), or is required with RequirePhrases.
+// Bleve scores each term with BM25 (k1=1.2, b=0.75) times its query weight
+// (boost x idf x query norm) and multiplies an OR by the share of its
+// clauses that matched, so documents matching more query terms rank
+// higher than plain BM25 would put them; scores are for ranking only.
 // Conversation, kind, speaker and time filters select documents without
 // changing scores. Equal scores are ordered by ID, so two indexes built
 // from the same documents answer alike.
@@ -34,10 +38,10 @@
 // Adds about as cheap per document as bulk ones (see BenchmarkAdd).
 //
 // The index is derived data: callers rebuild it from their own log. Close
-// persists everything before returning. An index that was not closed (the process
-// crashed) may miss recent Adds, so Open reports it as ErrCorrupt, like
-// damaged or unreadable files and indexes of another schema version: the
-// caller deletes the directory and rebuilds. ErrLocked means another
+// persists everything before returning. An index that was not closed (the
+// process crashed) may miss recent Adds, so Open reports it as ErrCorrupt,
+// like damaged or unreadable files and indexes of another schema version:
+// the caller deletes the directory and rebuilds. ErrLocked means another
 // process has the index open; do not delete it then.
 //
 // All methods are safe for concurrent use.

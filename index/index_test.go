@@ -701,3 +701,12 @@ func TestFiltersKeepScores(t *testing.T) {
 		})
 	}
 }
+
+func TestSearchCancelled(t *testing.T) {
+	ix := openTemp(t, corpus())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ix.Search(ctx, Query{Text: "fox"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("got error %v, want context.Canceled", err)
+	}
+}

@@ -77,31 +77,40 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 	// at the end.
 	sessions := map[string]bool{}
 	var picks []pick
-	for _, cd := range ranked {
-		if used >= budget-4 {
-			break
+	taken := map[*candidate]bool{}
+	pack := func() {
+		for i := range ranked {
+			cd := &ranked[i]
+			if used >= budget-4 {
+				break
+			}
+			if taken[cd] {
+				continue
+			}
+			t := cd.c.turn(cd.seq)
+			cost := t.Tokens + s.prefixTokens(t) + 1
+			sk := sessionKey(cd.c, t)
+			hcost := 0
+			if !sessions[sk] {
+				hcost = s.headerTokens(sessionHeader(cd.c, t, multi)) + 1
+			}
+			if used+cost+hcost > budget {
+				continue
+			}
+			rec, err := cd.c.log.read(t.Start, t.End)
+			if err != nil {
+				s.log.Warn("unreadable turn skipped", "conversation", cd.c.id, "turn", cd.seq, "err", err)
+				taken[cd] = true
+				continue
+			}
+			taken[cd] = true
+			sessions[sk] = true
+			used += cost + hcost
+			a.breakdown.Headers += hcost
+			picks = append(picks, pick{c: cd.c, seq: cd.seq, text: turnPrefix(cd.c, t, multi) + oneLine(rec.Content), cost: cost})
 		}
-		t := cd.c.turn(cd.seq)
-		cost := t.Tokens + s.prefixTokens(t) + 1
-		sk := sessionKey(cd.c, t)
-		hcost := 0
-		if !sessions[sk] {
-			hcost = s.headerTokens(sessionHeader(cd.c, t, multi)) + 1
-		}
-		if used+cost+hcost > budget {
-			continue
-		}
-		rec, err := cd.c.log.read(t.Start, t.End)
-		if err != nil {
-			s.log.Warn("unreadable turn skipped", "conversation", cd.c.id, "turn", cd.seq, "err", err)
-			continue
-		}
-		sessions[sk] = true
-		used += cost + hcost
-		a.breakdown.Headers += hcost
-		a.breakdown.Turns += cost
-		picks = append(picks, pick{c: cd.c, seq: cd.seq, text: turnPrefix(cd.c, t, multi) + oneLine(rec.Content), cost: cost})
 	}
+	pack()
 	if !q.Broad {
 		takeSums(budget)
 	}
@@ -115,8 +124,17 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 	}
 
 	text := render(header, picks, chosenSums, hint, q.Broad, multi)
-	// The parts were estimated one by one; check the whole exactly and drop
-	// the weakest parts until it fits.
+	// The estimates are upper bounds; with the exact count in hand, what is
+	// left is filled with the next best turns.
+	if n := s.tok.Count(text); budget-n > 16 && hint == "" {
+		used = n
+		before := len(picks)
+		pack()
+		if len(picks) > before {
+			text = render(header, picks, chosenSums, hint, q.Broad, multi)
+		}
+	}
+	// Check the whole exactly and drop the weakest parts until it fits.
 	for n := s.tok.Count(text); n > budget; n = s.tok.Count(text) {
 		switch {
 		case hint != "":

@@ -136,6 +136,7 @@ func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ran
 			m.Empty = true
 		} else {
 			m.Tokens = s.tok.Count(rec.Content)
+			m.Question = strings.Contains(rec.Content, "?")
 			tr, err := s.tagger.Tag(ctx, tagging.Input{
 				Text: rec.Content, Role: rec.Role, Speaker: rec.Name,
 				Vocabulary: vocab, Aliases: nil, Previous: prevTags,

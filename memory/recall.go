@@ -31,11 +31,13 @@ type tuning struct {
 	Neighbor                            float64 // share of a hit's score given to its neighbours
 	Speaker                             float64 // multiplier for turns by a speaker the query names
 	Working                             float64 // multiplier for turns of topics paged in
+	Answer                              float64 // share given to the turn right after a matching question
+	Neighbor2                           float64 // extra decay for neighbours two turns away
 }
 
 var weights = tuning{
-	Lexical: 1.0, Tags: 0.5, Dense: 0.8, Time: 0.6, Recency: 0.05,
-	Neighbor: 0.35, Speaker: 1.25, Working: 1.15,
+	Lexical: 1.0, Tags: 0.25, Dense: 0.8, Time: 0.6, Recency: 0.05,
+	Neighbor: 0.5, Speaker: 1.25, Working: 1.15, Answer: 1.0, Neighbor2: 0.5,
 }
 
 // candidate is one past turn under consideration for an assembly.
@@ -77,7 +79,7 @@ func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, er
 		defer c.mu.RUnlock()
 	}
 
-	ranked, matched, signals, err := s.rank(ctx, convs, msg, q)
+	ranked, matched, signals, err := s.rank(ctx, convs, msg, q, candidateDepth(budget))
 	if err != nil {
 		return res, err
 	}
@@ -87,6 +89,12 @@ func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, er
 	res.TurnIDs, res.Summaries, res.Breakdown = a.turnIDs, a.summaries, a.breakdown
 	res.Breakdown.Budget = budget
 	return res, nil
+}
+
+// candidateDepth is how many lexical and dense hits to fetch: enough to
+// fill the budget several times over with average turns.
+func candidateDepth(budget int) int {
+	return min(1000, max(lexicalDepth, budget/8))
 }
 
 func checkBudget(n, def int) (int, error) {
@@ -147,7 +155,7 @@ func (s *Store) scopeConvs(ctx context.Context, id string, scope Scope) ([]*conv
 // rank scores past turns for a query by fusing ranked lists (reciprocal rank
 // fusion): BM25 over the original turns, tag overlap weighted by IDF,
 // time, speaker and recency. The conversations' read locks are held.
-func (s *Store) rank(ctx context.Context, convs []*conv, msg string, q tagging.Query) ([]candidate, []string, []string, error) {
+func (s *Store) rank(ctx context.Context, convs []*conv, msg string, q tagging.Query, depth int) ([]candidate, []string, []string, error) {
 	byID := map[string]*conv{}
 	ids := make([]string, len(convs))
 	for i, c := range convs {
@@ -166,7 +174,7 @@ func (s *Store) rank(ctx context.Context, convs []*conv, msg string, q tagging.Q
 	var signals []string
 
 	// 1. BM25 over original turns.
-	hits, err := s.ix.Search(ctx, index.Query{Text: msg, Conversations: ids, Kinds: []string{"turn"}, Limit: lexicalDepth})
+	hits, err := s.ix.Search(ctx, index.Query{Text: msg, Conversations: ids, Kinds: []string{"turn"}, Limit: depth})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("search: %w", err)
 	}
@@ -209,7 +217,7 @@ func (s *Store) rank(ctx context.Context, convs []*conv, msg string, q tagging.Q
 	if s.embedderReady() {
 		if qv, err := s.opts.Embedder.Embed(ctx, []string{clip(msg, embedMaxChars)}); err == nil && len(qv) == 1 {
 			for _, c := range convs {
-				seqs, _, conf := denseScores(c, qv[0], lexicalDepth)
+				seqs, _, conf := denseScores(c, qv[0], depth)
 				if conf <= 0 {
 					continue
 				}
@@ -276,13 +284,21 @@ func (s *Store) rank(ctx context.Context, convs []*conv, msg string, q tagging.Q
 		base[k] = v
 	}
 	for k, v := range base {
-		for _, d := range []int{-1, 1} {
+		t := k.c.turn(k.seq)
+		for _, d := range []int{-2, -1, 1, 2} {
 			n := key{k.c, k.seq + d}
-			t := k.c.turn(n.seq)
-			if t == nil || t.Empty || t.Session != k.c.turn(k.seq).Session {
+			nt := k.c.turn(n.seq)
+			if nt == nil || nt.Empty || nt.Session != t.Session {
 				continue
 			}
-			if bump := v * weights.Neighbor; bump > scores[n]-base[n] {
+			share := weights.Neighbor
+			if d == 1 && t.Question {
+				share = weights.Answer // the reply to a matching question
+			}
+			if d == -2 || d == 2 {
+				share *= weights.Neighbor2
+			}
+			if bump := v * share; bump > scores[n]-base[n] {
 				scores[n] = base[n] + bump
 			}
 		}

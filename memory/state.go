@@ -75,6 +75,9 @@ type turnMeta struct {
 	Hash       string    `json:"h"`
 	Session    int       `json:"ss"`
 	Segment    int       `json:"g,omitempty"`
+	// Question marks a turn that asks something: the next turn likely
+	// answers it, so recall lends it part of the question's score.
+	Question bool `json:"q,omitempty"`
 }
 
 func (t *turnMeta) primary() string {

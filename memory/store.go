@@ -153,6 +153,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	ixPath := filepath.Join(opts.Dir, indexDir)
 	ix, err := index.Open(ixPath, nil)
+	if errors.Is(err, index.ErrLocked) {
+		return fail(lockedError(opts.Dir))
+	}
 	if err != nil {
 		// The index is derived: rebuild it rather than refuse to start.
 		s.log.Warn("full-text index unreadable; rebuilding it from the master logs", "path", ixPath, "err", err)

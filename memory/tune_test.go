@@ -26,6 +26,7 @@ func TestTuneLoCoMo(t *testing.T) {
 	}
 	ctx := context.Background()
 	stores := make([]*memory.Store, len(convs))
+	convIDs := make([]string, len(convs))
 	for i, c := range convs {
 		s, err := memory.Open(ctx, memory.Options{Dir: t.TempDir()})
 		if err != nil {
@@ -36,6 +37,7 @@ func TestTuneLoCoMo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		convIDs[i] = reqs[0].ConversationID
 		for _, r := range reqs {
 			if _, err := s.Ingest(ctx, r); err != nil {
 				t.Fatal(err)
@@ -69,7 +71,7 @@ func TestTuneLoCoMo(t *testing.T) {
 					if len(q.Evidence) == 0 {
 						continue
 					}
-					r, err := stores[i].Recall(ctx, memory.RecallRequest{Message: q.Text, MaxTokens: b})
+					r, err := stores[i].Recall(ctx, memory.RecallRequest{ConversationID: convIDs[i], Message: q.Text, MaxTokens: b})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -79,6 +81,14 @@ func TestTuneLoCoMo(t *testing.T) {
 						gold = append(gold, turn.Content)
 					}
 					sc := bench.EvidenceScore(r.Text, gold)
+					if os.Getenv("VC_TUNE_MISSES") != "" && b == 2000 && sc < 1 && name == "base" {
+						t.Logf("MISS [%s] %s", bench.CategoryName(q.Category), q.Text)
+						for gi, g := range gold {
+							if !strings.Contains(bench.NormalizeText(r.Text), bench.NormalizeText(g)) {
+								t.Logf("   gold %s: %.160s", q.Evidence[gi], g)
+							}
+						}
+					}
 					cat[q.Category] = append(cat[q.Category], sc)
 					all = append(all, sc)
 				}
@@ -111,6 +121,10 @@ func parseVariant(t *testing.T, v string) func(w *memory.Tuning) {
 				w.Recency = f
 			case "nb":
 				w.Neighbor = f
+			case "ans":
+				w.Answer = f
+			case "nb2":
+				w.Neighbor2 = f
 			case "sp":
 				w.Speaker = f
 			default:

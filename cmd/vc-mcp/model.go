@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/vc-mcp/vc-mcp/embed"
@@ -132,8 +134,8 @@ func modelStatus(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(st.Files) == 0 {
 		fmt.Fprintln(stdout, "files:           none")
 	}
-	for name, size := range st.Files {
-		fmt.Fprintf(stdout, "  %-26s %12d bytes\n", name, size)
+	for _, name := range slices.Sorted(maps.Keys(st.Files)) {
+		fmt.Fprintf(stdout, "  %-26s %12d bytes\n", name, st.Files[name])
 	}
 	fmt.Fprintf(stdout, "tokenizer:       %v\n", map[bool]string{true: "ok", false: "missing"}[st.Tokenizer])
 	if st.Ready {

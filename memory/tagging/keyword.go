@@ -483,13 +483,15 @@ func (k *Keyword) wordScore(toks []token, i int, speaker string, greeted bool) (
 	if proper && t.text == "I" {
 		return 0, false, false
 	}
-	if t.lex&fGeneric != 0 && !(proper && !t.sentStart) && !t.ident {
+	if t.lex&fGeneric != 0 && !(t.cap && !t.sentStart && !t.allCaps) && !t.ident {
+		// A common word counts only as a capitalised name mid-sentence
+		// ("the Go service"), not shouted ("OK", "LOL").
 		return 0, false, false
 	}
 	if len(w) < 3 && !(t.allCaps || t.ident || proper) || len(w) < 2 {
 		return 0, false, false
 	}
-	if speaker != "" && strings.EqualFold(t.text, speaker) {
+	if speaker != "" && isSpeaker(t.text, speaker) {
 		return 0, false, false
 	}
 	if t.cap && !t.allCaps && isVocative(toks, i, greeted) {
@@ -510,6 +512,20 @@ func (k *Keyword) wordScore(toks []token, i int, speaker string, greeted bool) (
 		}
 	}
 	return score, !proper || t.sentStart, true
+}
+
+// isSpeaker reports whether w is the speaker's name or one of its words
+// ("Caroline" of "Caroline Smith").
+func isSpeaker(w, speaker string) bool {
+	if strings.EqualFold(w, speaker) {
+		return true
+	}
+	for part := range strings.FieldsSeq(speaker) {
+		if len(part) > 2 && strings.EqualFold(w, part) {
+			return true
+		}
+	}
+	return false
 }
 
 // wordBase is a word's salience on its own.

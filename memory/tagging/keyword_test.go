@@ -106,6 +106,13 @@ func TestKeywordTag(t *testing.T) {
 			wantSource: "keyword",
 		},
 		{
+			name:       "full speaker name and shouted chit-chat",
+			in:         Input{Text: "OK so Caroline Smith here. LOL, the Eurovision final was wild.", Speaker: "Caroline Smith"},
+			wantTags:   []string{"eurovision"},
+			wantNot:    []string{"caroline", "smith", "ok", "lol"},
+			wantSource: "keyword",
+		},
+		{
 			name:       "number with unit",
 			in:         Input{Text: "The server has 64 GB of memory."},
 			wantTags:   []string{"64-gb", "server"},

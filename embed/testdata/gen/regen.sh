@@ -16,10 +16,12 @@ trap 'rm -rf "$work"' EXIT
 
 /usr/bin/python3 "$here/make_model.py" --out "$work/tiny" --vocab-dir "$vocab" --onnx
 python3 "$here/sentences.py" > "$work/sentences.json"
+python3 "$here/random_strings.py" > "$work/random.json"
 
 cp "$here/ref.mjs" "$here/package.json" "$work/"
 (cd "$work" && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund >/dev/null)
 (cd "$work" && node ref.mjs tokens tiny sentences.json) > "$testdata/tokenizer_golden.json"
+(cd "$work" && node ref.mjs tokens tiny random.json) > "$testdata/tokenizer_random_golden.json"
 (cd "$work" && node ref.mjs vectors tiny sentences.json) > "$testdata/vectors_golden.json"
 
 mkdir -p "$testdata/tiny"
