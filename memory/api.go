@@ -68,6 +68,9 @@ type Options struct {
 	ProtectedTurns int
 	// MaxMessageBytes limits one message's content (default 1 MiB).
 	MaxMessageBytes int
+	// SummaryConcurrency bounds how many summaries compaction asks for at
+	// once (default 4).
+	SummaryConcurrency int
 	// LockTimeout is how long Open waits for another process to release the
 	// data directory (default 1s).
 	LockTimeout time.Duration

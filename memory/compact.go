@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/vc-mcp/vc-mcp/index"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
@@ -37,76 +40,33 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 	if err != nil || len(plans) == 0 {
 		return res, err
 	}
-	total := len(plans)
-	step := func(done int, msg string) {
+	var done atomic.Int64
+	total := len(plans) // segments; the topics to roll up are added once known
+	step := func(msg string) {
 		if progress != nil {
-			progress(done, total, msg)
+			progress(int(done.Add(1)), total, msg)
 		}
 	}
-	// Layer 1: summarise the new segments.
-	for i := range plans {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		p := &plans[i]
-		out, err := s.sum.Summarize(ctx, summarize.Input{
-			Kind: summarize.Segment, Tag: p.rec.Primary, Tags: p.rec.Tags, Turns: p.turns,
-			MaxTokens: segmentSummaryTokens(p.rec.FullTokens),
-		})
-		if err != nil {
-			return res, fmt.Errorf("summarise segment of %s: %w", c.id, err)
-		}
-		p.rec.Summary = s.tok.Truncate(out.Summary, max(segmentSummaryTokens(p.rec.FullTokens), 1))
-		p.rec.SummaryTokens = s.tok.Count(p.rec.Summary)
-		p.rec.Tags = mergeTags(p.rec.Tags, out.Tags)
-		p.rec.Entities, p.rec.Decisions = out.Entities, out.Decisions
-		p.rec.Method, p.rec.Version = out.Method, out.Version
-		p.rec.CreatedAt = s.now().UTC()
-		step(i+1, "summarised segment "+p.rec.Primary)
+	if err := s.summariseSegments(ctx, c.id, plans, step); err != nil {
+		return res, err
 	}
 
 	// Layer 2: every non-general tag on the new segments gets its rollup
 	// rebuilt from all of its segments.
 	c.mu.RLock()
 	nextID := len(c.segs) + 1
-	byTag := map[string][]string{}
-	segIDs := map[string][]int{}
-	for _, sg := range c.segs {
-		for _, t := range sg.Tags {
-			byTag[t] = append(byTag[t], sg.Summary)
-			segIDs[t] = append(segIDs[t], sg.ID)
-		}
-	}
+	existing := append([]*segmentRec(nil), c.segs...)
 	c.mu.RUnlock()
-	var touched []string
+	fresh := make([]*segmentRec, len(plans))
 	for i := range plans {
 		plans[i].rec.ID = nextID + i
-		for _, t := range plans[i].rec.Tags {
-			if t == tagging.General {
-				continue
-			}
-			if !contains(touched, t) {
-				touched = append(touched, t)
-			}
-			byTag[t] = append(byTag[t], plans[i].rec.Summary)
-			segIDs[t] = append(segIDs[t], plans[i].rec.ID)
-		}
+		fresh[i] = &plans[i].rec
 	}
-	sort.Strings(touched)
-	rollups := make([]*tagSummaryRec, 0, len(touched))
-	for _, t := range touched {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		out, err := s.sum.Summarize(ctx, summarize.Input{Kind: summarize.Tag, Tag: t, Segments: byTag[t], MaxTokens: tagSummaryTokens})
-		if err != nil {
-			return res, fmt.Errorf("summarise tag %s of %s: %w", t, c.id, err)
-		}
-		sum := s.tok.Truncate(out.Summary, tagSummaryTokens)
-		rollups = append(rollups, &tagSummaryRec{
-			Tag: t, Summary: sum, Description: out.Description, Tokens: s.tok.Count(sum),
-			Segments: segIDs[t], Method: out.Method, Version: out.Version, UpdatedAt: s.now().UTC(),
-		})
+	touched := tagsOf(fresh)
+	total += len(touched)
+	rollups, err := s.rollup(ctx, c.id, touched, append(existing, fresh...), step)
+	if err != nil {
+		return res, err
 	}
 
 	// Commit.
@@ -145,7 +105,6 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 		return res, fmt.Errorf("commit compaction of %s: %w", c.id, err)
 	}
 	c.meta = meta
-	var docs []index.Doc
 	for i := range plans {
 		r := plans[i].rec
 		rec := r
@@ -155,14 +114,11 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 		}
 		freedFull += r.FullTokens
 		summaryTokens += r.SummaryTokens
-		docs = append(docs, index.Doc{ID: segmentDocID(c.id, r.ID), Conversation: c.id, Kind: "segment",
-			Text: r.Summary, Tags: r.Tags, Time: r.Start})
 	}
 	for _, r := range rollups {
 		c.tagSums[r.Tag] = r
-		docs = append(docs, index.Doc{ID: tagDocID(c.id, r.Tag), Conversation: c.id, Kind: "tag",
-			Text: r.Tag + ": " + r.Description + "\n" + r.Summary, Tags: []string{r.Tag}})
 	}
+	docs := summaryDocs(c.id, fresh, rollups)
 	c.active = 0
 	for seq := through + 1; seq <= len(c.turns); seq++ {
 		c.active += c.turns[seq-1].Tokens
@@ -177,6 +133,99 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 }
 
 const tagSummaryTokens = 300
+
+// summariseSegments writes the Layer 1 summary of each plan, several at a
+// time (a model-backed summariser waits on the network), each result in its
+// own slot. No lock is held.
+func (s *Store) summariseSegments(ctx context.Context, convID string, plans []segmentPlan, step func(string)) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.opts.SummaryConcurrency)
+	for i := range plans {
+		p := &plans[i]
+		g.Go(func() error {
+			limit := segmentSummaryTokens(p.rec.FullTokens)
+			out, err := s.sum.Summarize(gctx, summarize.Input{
+				ConversationID: convID, Kind: summarize.Segment, Tag: p.rec.Primary, Tags: p.rec.Tags, Turns: p.turns,
+				MaxTokens: limit,
+			})
+			if err != nil {
+				return fmt.Errorf("summarise segment of %s: %w", convID, err)
+			}
+			p.rec.Summary = s.tok.Truncate(out.Summary, limit)
+			p.rec.SummaryTokens = s.tok.Count(p.rec.Summary)
+			p.rec.Tags = mergeTags(p.rec.Tags, out.Tags)
+			p.rec.Entities, p.rec.Decisions = out.Entities, out.Decisions
+			p.rec.Method, p.rec.Version = out.Method, out.Version
+			p.rec.CreatedAt = s.now().UTC()
+			step("summarised segment " + p.rec.Primary)
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// tagsOf lists the non-general tags of segments, sorted.
+func tagsOf(segs []*segmentRec) []string {
+	var out []string
+	for _, sg := range segs {
+		for _, t := range sg.Tags {
+			if t != tagging.General && !contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// rollup writes the Layer 2 summary of each tag from the summaries of all
+// its segments (segs, in order). No lock is held.
+func (s *Store) rollup(ctx context.Context, convID string, tags []string, segs []*segmentRec, step func(string)) ([]*tagSummaryRec, error) {
+	byTag := map[string][]string{}
+	segIDs := map[string][]int{}
+	for _, sg := range segs {
+		for _, t := range sg.Tags {
+			byTag[t] = append(byTag[t], sg.Summary)
+			segIDs[t] = append(segIDs[t], sg.ID)
+		}
+	}
+	rollups := make([]*tagSummaryRec, len(tags))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.opts.SummaryConcurrency)
+	for i, t := range tags {
+		g.Go(func() error {
+			out, err := s.sum.Summarize(gctx, summarize.Input{ConversationID: convID, Kind: summarize.Tag, Tag: t, Segments: byTag[t], MaxTokens: tagSummaryTokens})
+			if err != nil {
+				return fmt.Errorf("summarise tag %s of %s: %w", t, convID, err)
+			}
+			sum := s.tok.Truncate(out.Summary, tagSummaryTokens)
+			rollups[i] = &tagSummaryRec{
+				Tag: t, Summary: sum, Description: out.Description, Tokens: s.tok.Count(sum),
+				Segments: segIDs[t], Method: out.Method, Version: out.Version, UpdatedAt: s.now().UTC(),
+			}
+			step("summarised topic " + t)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return rollups, nil
+}
+
+// summaryDocs renders segments and rollups as index documents.
+func summaryDocs(convID string, segs []*segmentRec, rollups []*tagSummaryRec) []index.Doc {
+	var docs []index.Doc
+	for _, r := range segs {
+		docs = append(docs, index.Doc{ID: segmentDocID(convID, r.ID), Conversation: convID, Kind: "segment",
+			Text: r.Summary, Tags: r.Tags, Time: r.Start})
+	}
+	for _, r := range rollups {
+		docs = append(docs, index.Doc{ID: tagDocID(convID, r.Tag), Conversation: convID, Kind: "tag",
+			Text: r.Tag + ": " + r.Description + "\n" + r.Summary, Tags: []string{r.Tag}})
+	}
+	return docs
+}
 
 // segmentSummaryTokens sizes a Layer 1 summary: about a quarter of the
 // segment, between 40 and 250 tokens.

@@ -2,9 +2,12 @@ package memory
 
 import (
 	"context"
+	"strings"
+
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/vc-mcp/vc-mcp/memory/tagging"
 	"math"
 	"sort"
 	"time"
@@ -83,6 +86,9 @@ func (s *Store) embedLoop(ctx context.Context) {
 		s.mu.Unlock()
 		sort.Slice(convs, func(i, j int) bool { return convs[i].id < convs[j].id })
 		for _, c := range convs {
+			if err := s.embedTags(ctx, c); err != nil && !errors.Is(err, context.Canceled) {
+				s.log.Warn("embedding tag names failed; will retry", "conversation", c.id, "err", err)
+			}
 			for {
 				n, err := s.embedPending(ctx, c)
 				if err != nil {
@@ -98,6 +104,92 @@ func (s *Store) embedLoop(ctx context.Context) {
 		}
 	}
 }
+
+// embedTags embeds the names of tags that have no vector yet.
+func (s *Store) embedTags(ctx context.Context, c *conv) error {
+	for {
+		c.mu.RLock()
+		var names []string
+		for tag := range c.vocab {
+			if _, ok := c.tagVecs[tag]; !ok && tag != tagging.General {
+				names = append(names, tag)
+				if len(names) == 64 {
+					break
+				}
+			}
+		}
+		c.mu.RUnlock()
+		if len(names) == 0 {
+			return nil
+		}
+		texts := make([]string, len(names))
+		for i, n := range names {
+			texts[i] = strings.ReplaceAll(n, "-", " ")
+		}
+		vecs, err := s.opts.Embedder.Embed(ctx, texts)
+		if err != nil {
+			return fmt.Errorf("embed %d tag names: %w", len(texts), err)
+		}
+		c.mu.Lock()
+		if c.tagVecs == nil {
+			c.tagVecs = map[string][]float32{}
+		}
+		for i, n := range names {
+			if i < len(vecs) && len(vecs[i]) > 0 && finite(vecs[i]) {
+				c.tagVecs[n] = vecs[i]
+			} else {
+				c.tagVecs[n] = nil // unembeddable: do not retry
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+// semanticTags returns the existing tags whose names are close in meaning
+// to the query (a closed set: nothing new is invented), with weights, when
+// the closest ones stand out clearly enough to trust.
+func semanticTags(c *conv, q []float32) []queryTag {
+	if len(c.tagVecs) < 8 {
+		return nil
+	}
+	type ts struct {
+		tag string
+		sim float64
+	}
+	var all []ts
+	var sum, sumSq float64
+	for tag, v := range c.tagVecs {
+		if len(v) != len(q) {
+			continue
+		}
+		d := float64(dot(v, q))
+		all = append(all, ts{tag, d})
+		sum += d
+		sumSq += d * d
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	sort.Slice(all, func(i, j int) bool {
+		return all[i].sim > all[j].sim || all[i].sim == all[j].sim && all[i].tag < all[j].tag
+	})
+	conf := zConfidence(all[0].sim, sum, sumSq, len(all))
+	if conf == 0 {
+		return nil
+	}
+	var out []queryTag
+	for _, t := range all {
+		if t.sim < semanticTagMin || len(out) == 5 {
+			break
+		}
+		out = append(out, queryTag{t.tag, 0.5 * conf})
+	}
+	return out
+}
+
+// semanticTagMin is the least cosine between a query and a tag name for the
+// tag to count as mentioned (MiniLM: unrelated pairs sit near 0.1-0.2).
+const semanticTagMin = 0.45
 
 // embedPending embeds up to one batch of the conversation's unembedded
 // turns and stores the vectors. It returns how many it embedded.
@@ -212,49 +304,135 @@ func loadVectors(b *bolt.Bucket, c *conv) error {
 	})
 }
 
-// denseScores returns cosine similarities of the query vector with the
-// conversation's turn vectors, best first, and a confidence in [0,1]: how
-// far the best matches stand out from the crowd. A model that cannot tell
-// turns apart (random weights, a query about nothing stored) gets a
+// denseScores returns the best cosine similarities of the query vector with
+// the conversation's turn vectors, best first, and a confidence in [0,1]:
+// how far the best matches stand out from the crowd. A model that cannot
+// tell turns apart (random weights, a query about nothing stored) gets a
 // confidence near zero, so it cannot drown the lexical signals.
 func denseScores(c *conv, q []float32, limit int) (seqs []int, sims []float32, confidence float64) {
 	v := &c.vecs
 	n := len(v.seqs)
-	if n == 0 || len(q) != v.dim {
+	if n == 0 || len(q) != v.dim || limit <= 0 {
 		return nil, nil, 0
 	}
-	all := make([]float32, n)
+	top := &topK{k: limit}
 	var sum, sumSq float64
 	for r := 0; r < n; r++ {
-		row := v.data[r*v.dim : (r+1)*v.dim]
-		var d float32
-		for i, x := range row {
-			d += x * q[i]
-		}
-		all[r] = d
+		d := dot(v.data[r*v.dim:(r+1)*v.dim], q)
 		sum += float64(d)
 		sumSq += float64(d) * float64(d)
+		top.push(r, d)
 	}
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = i
+	rows, best := top.sorted()
+	seqs = make([]int, len(rows))
+	for i, r := range rows {
+		seqs[i] = v.seqs[r]
 	}
-	sort.Slice(idx, func(i, j int) bool { return all[idx[i]] > all[idx[j]] })
-	if len(idx) > limit {
-		idx = idx[:limit]
-	}
-	seqs = make([]int, len(idx))
-	sims = make([]float32, len(idx))
-	for i, r := range idx {
-		seqs[i], sims[i] = v.seqs[r], all[r]
+	return seqs, best, zConfidence(float64(best[0]), sum, sumSq, n)
+}
+
+// zConfidence maps the z-score of the best similarity among n to [0,1]:
+// about 2-3 standard deviations is what the best of a few hundred random
+// draws reaches, 4.5 and more is a match that stands out.
+func zConfidence(best, sum, sumSq float64, n int) float64 {
+	if n < 8 {
+		return 0
 	}
 	mean := sum / float64(n)
 	std := math.Sqrt(math.Max(0, sumSq/float64(n)-mean*mean))
-	if n < 8 || std == 0 {
-		return seqs, sims, 0
+	if std == 0 {
+		return 0
 	}
-	// z-score of the best match: ~2 for noise, 4+ for a real match.
-	z := (float64(sims[0]) - mean) / std
-	confidence = math.Max(0, math.Min(1, (z-2.5)/2))
-	return seqs, sims, confidence
+	z := (best - mean) / std
+	return math.Max(0, math.Min(1, (z-2.5)/2))
+}
+
+func dot(a, b []float32) float32 {
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return s0 + s1 + s2 + s3
+}
+
+// topK keeps the k largest values seen (a min-heap by value).
+type topK struct {
+	k    int
+	idx  []int
+	vals []float32
+}
+
+func (t *topK) push(i int, v float32) {
+	if len(t.idx) < t.k {
+		t.idx, t.vals = append(t.idx, i), append(t.vals, v)
+		t.up(len(t.idx) - 1)
+		return
+	}
+	if v <= t.vals[0] {
+		return
+	}
+	t.idx[0], t.vals[0] = i, v
+	t.down(0)
+}
+
+func (t *topK) up(j int) {
+	for j > 0 {
+		p := (j - 1) / 2
+		if t.vals[p] <= t.vals[j] {
+			break
+		}
+		t.swap(p, j)
+		j = p
+	}
+}
+
+func (t *topK) down(j int) {
+	for {
+		l, small := 2*j+1, j
+		if l < len(t.vals) && t.vals[l] < t.vals[small] {
+			small = l
+		}
+		if r := l + 1; r < len(t.vals) && t.vals[r] < t.vals[small] {
+			small = r
+		}
+		if small == j {
+			return
+		}
+		t.swap(j, small)
+		j = small
+	}
+}
+
+func (t *topK) swap(a, b int) {
+	t.idx[a], t.idx[b] = t.idx[b], t.idx[a]
+	t.vals[a], t.vals[b] = t.vals[b], t.vals[a]
+}
+
+// sorted returns the kept indexes and values, largest first.
+func (t *topK) sorted() ([]int, []float32) {
+	idx := append([]int(nil), t.idx...)
+	vals := append([]float32(nil), t.vals...)
+	sort.Sort(byVal{idx, vals})
+	return idx, vals
+}
+
+type byVal struct {
+	idx  []int
+	vals []float32
+}
+
+func (b byVal) Len() int { return len(b.idx) }
+func (b byVal) Less(i, j int) bool {
+	return b.vals[i] > b.vals[j] || b.vals[i] == b.vals[j] && b.idx[i] < b.idx[j]
+}
+func (b byVal) Swap(i, j int) {
+	b.idx[i], b.idx[j] = b.idx[j], b.idx[i]
+	b.vals[i], b.vals[j] = b.vals[j], b.vals[i]
 }

@@ -138,7 +138,7 @@ func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ran
 			m.Tokens = s.tok.Count(rec.Content)
 			m.Question = strings.Contains(rec.Content, "?")
 			tr, err := s.tagger.Tag(ctx, tagging.Input{
-				Text: rec.Content, Role: rec.Role, Speaker: rec.Name,
+				ConversationID: c.id, Text: rec.Content, Role: rec.Role, Speaker: rec.Name,
 				Vocabulary: vocab, Aliases: nil, Previous: prevTags,
 			})
 			if err != nil || len(tr.Tags) == 0 {

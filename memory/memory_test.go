@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vc-mcp/vc-mcp/memory/summarize"
 )
 
 func openTest(t testing.TB, opts Options) *Store {
@@ -447,4 +449,66 @@ func FuzzNormalizeMessage(f *testing.F) {
 			t.Fatalf("accepted role %q", in.Role)
 		}
 	})
+}
+
+// versionedSummarizer wraps the extractive summariser and stamps a version,
+// so a test can see which summaries were regenerated.
+type versionedSummarizer struct {
+	Summarizer
+	version string
+}
+
+func (v versionedSummarizer) Summarize(ctx context.Context, in summarize.Input) (summarize.Result, error) {
+	r, err := v.Summarizer.Summarize(ctx, in)
+	r.Version = v.version
+	return r, err
+}
+
+func TestRegenerateSummaries(t *testing.T) {
+	dir := t.TempDir()
+	base := summarize.NewExtractive(nil)
+	s := openTest(t, Options{Dir: dir, ContextWindow: 1500, ProtectedTurns: 2, Summarizer: versionedSummarizer{base, "v1"}})
+	ingest(t, s, "c", chat(120, t0))
+	tagsBefore := map[int][]string{}
+	for _, sg := range s.convs["c"].segs {
+		tagsBefore[sg.ID] = append([]string(nil), sg.Tags...)
+	}
+	if len(tagsBefore) == 0 {
+		t.Fatal("no segments to regenerate")
+	}
+	s.Close()
+
+	s2 := openTest(t, Options{Dir: dir, ContextWindow: 1500, ProtectedTurns: 2, Summarizer: versionedSummarizer{base, "v2"}})
+	res, err := s2.RegenerateSummaries(context.Background(), RegenerateRequest{ConversationID: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Segments != len(tagsBefore) || res.Tags == 0 {
+		t.Fatalf("regenerated %+v, want %d segments and some tags", res, len(tagsBefore))
+	}
+	s2.Close()
+	s3 := openTest(t, Options{Dir: dir})
+	c3, err := s3.conversation(context.Background(), "c", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := s3.Domain(context.Background(), "c", c3.segs[0].Primary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sg := range d.Segments {
+		if sg.Version != "v2" {
+			t.Fatalf("segment %s still has version %q after regeneration", sg.ID, sg.Version)
+		}
+	}
+	for _, sg := range c3.segs {
+		for _, tag := range tagsBefore[sg.ID] {
+			if !contains(sg.Tags, tag) {
+				t.Fatalf("segment %d lost tag %q: %v", sg.ID, tag, sg.Tags)
+			}
+		}
+	}
+	if _, err := s3.RegenerateSummaries(context.Background(), RegenerateRequest{ConversationID: "c", Tag: "no-such-tag"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown tag: %v, want ErrNotFound", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -83,7 +84,64 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 			Score: h.Score, Match: "lexical",
 		})
 	}
+	if len(res.Quotes) < n && s.embedderReady() {
+		sem, err := s.semanticQuotes(ctx, convs, query, req, n-len(res.Quotes), res.Quotes)
+		if err != nil {
+			s.log.Warn("semantic quote search failed; lexical hits only", "err", err)
+		}
+		res.Quotes = append(res.Quotes, sem...)
+	}
 	return res, nil
+}
+
+// semanticQuoteMin is the least cosine for a turn to be offered as a
+// semantic match when the words do not match.
+const semanticQuoteMin = 0.35
+
+// semanticQuotes supplements lexical hits with turns close in meaning, when
+// the model is confident in them, honouring the same filters. The
+// conversations' read locks are held.
+func (s *Store) semanticQuotes(ctx context.Context, convs []*conv, query string, req FindQuoteRequest, n int, have []Quote) ([]Quote, error) {
+	qv, err := s.opts.Embedder.Embed(ctx, []string{clip(query, embedMaxChars)})
+	if err != nil || len(qv) != 1 {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, q := range have {
+		seen[q.ConversationID+"/"+q.TurnID] = true
+	}
+	var out []Quote
+	for _, c := range convs {
+		seqs, sims, conf := denseScores(c, qv[0], 4*n+8)
+		if conf <= 0 {
+			continue
+		}
+		for i, seq := range seqs {
+			t := c.turn(seq)
+			if sims[i] < semanticQuoteMin || seen[c.id+"/"+turnID(seq)] || t == nil {
+				continue
+			}
+			if req.Speaker != "" && !strings.EqualFold(req.Speaker, t.Name) ||
+				!req.Since.IsZero() && t.When.Before(req.Since) || !req.Until.IsZero() && t.When.After(req.Until) {
+				continue
+			}
+			rec, err := c.log.read(t.Start, t.End)
+			if err != nil {
+				return out, err
+			}
+			abs, _ := filepath.Abs(c.log.path)
+			out = append(out, Quote{
+				TurnID: turnID(seq), ConversationID: c.id, Role: t.Role, Speaker: t.Name, Timestamp: t.When,
+				Excerpt: clip(rec.Content, excerptChars), Tags: nonNil(t.Tags), Ref: LogRef{File: abs, Start: t.Start, End: t.End},
+				Score: float64(sims[i]), Match: "semantic",
+			})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out, nil
 }
 
 func clip(s string, n int) string {

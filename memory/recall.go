@@ -189,12 +189,30 @@ func (s *Store) rank(ctx context.Context, convs []*conv, msg string, q tagging.Q
 	}
 	add(lex, weights.Lexical)
 
-	// 2. Tag overlap, weighted by IDF (rare tags weigh more; related at half).
+	// The query's vector, when a model is ready (dense and semantic tags).
+	var qvec []float32
+	if s.embedderReady() {
+		if qv, err := s.opts.Embedder.Embed(ctx, []string{clip(msg, embedMaxChars)}); err == nil && len(qv) == 1 {
+			qvec = qv[0]
+		} else if err != nil {
+			s.log.Warn("query embedding failed; lexical recall only", "err", err)
+		}
+	}
+
+	// 2. Tag overlap, weighted by IDF (rare tags weigh more; related at half;
+	// tags close in meaning by their confidence).
 	terms := index.Analyze(msg)
 	var matched []string
 	tagScore := map[key]float64{}
 	for _, c := range convs {
 		qtags := c.queryTags(terms)
+		if qvec != nil {
+			for _, st := range semanticTags(c, qvec) {
+				if !hasTag(qtags, st.tag) {
+					qtags = append(qtags, st)
+				}
+			}
+		}
 		for _, qt := range qtags {
 			matched = appendUnique(matched, qt.tag)
 			idf := math.Log(1 + float64(len(c.turns))/float64(max(1, c.vocab[qt.tag])))
@@ -214,22 +232,18 @@ func (s *Store) rank(ctx context.Context, convs []*conv, msg string, q tagging.Q
 
 	// 3. Dense: cosine over turn vectors, weighted by how clearly the best
 	// matches stand out.
-	if s.embedderReady() {
-		if qv, err := s.opts.Embedder.Embed(ctx, []string{clip(msg, embedMaxChars)}); err == nil && len(qv) == 1 {
-			for _, c := range convs {
-				seqs, _, conf := denseScores(c, qv[0], depth)
-				if conf <= 0 {
-					continue
-				}
-				list := make([]key, len(seqs))
-				for i, seq := range seqs {
-					list[i] = key{c, seq}
-				}
-				add(list, weights.Dense*conf)
-				signals = appendUnique(signals, "dense")
+	if qvec != nil {
+		for _, c := range convs {
+			seqs, _, conf := denseScores(c, qvec, depth)
+			if conf <= 0 {
+				continue
 			}
-		} else if err != nil {
-			s.log.Warn("query embedding failed; lexical recall only", "err", err)
+			list := make([]key, len(seqs))
+			for i, seq := range seqs {
+				list[i] = key{c, seq}
+			}
+			add(list, weights.Dense*conf)
+			signals = appendUnique(signals, "dense")
 		}
 	}
 
@@ -444,3 +458,12 @@ func allIn(words []string, set map[string]bool) bool {
 }
 
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+func hasTag(list []queryTag, tag string) bool {
+	for _, q := range list {
+		if q.tag == tag {
+			return true
+		}
+	}
+	return false
+}

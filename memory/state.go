@@ -146,8 +146,11 @@ type conv struct {
 	// embedder could not encode, so they are not retried forever.
 	vecs      vectors
 	vecFailed map[int]bool
-	tokens    int // all non-empty turns
-	active    int // tokens of turns after CompactedThrough
+	// tagVecs are the tag names' vectors, for closed-set semantic tag
+	// matching (recomputed in the background after a restart).
+	tagVecs map[string][]float32
+	tokens  int // all non-empty turns
+	active  int // tokens of turns after CompactedThrough
 }
 
 func newConv(id string) *conv {

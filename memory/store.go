@@ -94,6 +94,9 @@ func (o *Options) setDefaults() {
 	if o.MaxMessageBytes <= 0 {
 		o.MaxMessageBytes = 1 << 20
 	}
+	if o.SummaryConcurrency <= 0 {
+		o.SummaryConcurrency = 4
+	}
 	if o.LockTimeout <= 0 {
 		o.LockTimeout = time.Second
 	}

@@ -45,6 +45,8 @@ usage:
   vc-mcp model ...           manage the local embedding model
   vc-mcp bench ...           run the benchmarks (locomo, scale)
   vc-mcp cost-report ...     report LLM usage and cost
+  vc-mcp summaries regenerate [--conversation ID] [--tag T]
+                             rebuild summaries from the master logs
   vc-mcp version             print the version
   vc-mcp help [command]      this help; "vc-mcp serve -h" lists every flag
 
@@ -69,6 +71,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runBench(ctx, args, stdout, stderr)
 	case "cost-report":
 		return runCostReport(ctx, args, stdout, stderr)
+	case "summaries":
+		return runSummaries(ctx, args, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "vc-mcp", buildVersion())
 		return nil

@@ -182,29 +182,44 @@ func buildConversation(s rawSample) (*Conversation, error) {
 	if err := decodeString(s.Conversation, "speaker_b", &c.SpeakerB); err != nil {
 		return nil, err
 	}
-	var nums []int
+	type sessionRef struct {
+		n   int
+		key string
+	}
+	var refs []sessionRef
 	for k := range s.Conversation {
 		if m := sessionKey.FindStringSubmatch(k); m != nil {
 			n, err := strconv.Atoi(m[1])
 			if err != nil {
 				return nil, fmt.Errorf("%w: session key %q", ErrData, k)
 			}
-			nums = append(nums, n)
+			refs = append(refs, sessionRef{n, k})
 		}
 	}
-	sort.Ints(nums)
-	for _, n := range nums {
+	sort.Slice(refs, func(i, j int) bool {
+		if refs[i].n != refs[j].n {
+			return refs[i].n < refs[j].n
+		}
+		return refs[i].key < refs[j].key
+	})
+	for i, r := range refs {
+		if i > 0 && refs[i-1].n == r.n {
+			return nil, fmt.Errorf("%w: sessions %q and %q have the same number", ErrData, refs[i-1].key, r.key)
+		}
+	}
+	for _, r := range refs {
+		n := r.n
 		var turns []rawTurn
-		if err := json.Unmarshal(s.Conversation[fmt.Sprintf("session_%d", n)], &turns); err != nil {
-			return nil, fmt.Errorf("%w: session_%d: %w", ErrData, n, err)
+		if err := json.Unmarshal(s.Conversation[r.key], &turns); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrData, r.key, err)
 		}
 		var when string
-		if err := decodeString(s.Conversation, fmt.Sprintf("session_%d_date_time", n), &when); err != nil {
+		if err := decodeString(s.Conversation, r.key+"_date_time", &when); err != nil {
 			return nil, err
 		}
 		at, err := time.Parse(sessionLayout, strings.TrimSpace(when))
 		if err != nil {
-			return nil, fmt.Errorf("%w: session_%d_date_time: %w", ErrData, n, err)
+			return nil, fmt.Errorf("%w: %s_date_time: %w", ErrData, r.key, err)
 		}
 		sess := Session{N: n, Time: at}
 		for i, rt := range turns {
@@ -233,6 +248,9 @@ func buildConversation(s rawSample) (*Conversation, error) {
 	for si := range c.Sessions {
 		for ti := range c.Sessions[si].Turns {
 			t := &c.Sessions[si].Turns[ti]
+			if _, dup := c.turns[t.ID]; dup {
+				return nil, fmt.Errorf("%w: two turns with dia_id %q", ErrData, t.ID)
+			}
 			c.turns[t.ID] = t
 		}
 	}

@@ -115,6 +115,8 @@ func TestReadLoCoMoErrors(t *testing.T) {
 		{"no sample id", `[{"conversation": {"speaker_a": "A", "speaker_b": "B"}, "qa": []}]`},
 		{"bad date", `[{"sample_id": "x", "conversation": {"speaker_a": "A", "speaker_b": "B", "session_1_date_time": "yesterday", "session_1": []}, "qa": []}]`},
 		{"missing date", `[{"sample_id": "x", "conversation": {"speaker_a": "A", "speaker_b": "B", "session_1": []}, "qa": []}]`},
+		{"duplicate dia_id", `[{"sample_id": "x", "conversation": {"speaker_a": "A", "speaker_b": "B", "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "hi"}, {"speaker": "B", "dia_id": "D1:1", "text": "yo"}]}, "qa": []}]`},
+		{"same session number twice", `[{"sample_id": "x", "conversation": {"speaker_a": "A", "speaker_b": "B", "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": [], "session_01_date_time": "1:56 pm on 8 May, 2023", "session_01": []}, "qa": []}]`},
 		{"unknown speaker", `[{"sample_id": "x", "conversation": {"speaker_a": "A", "speaker_b": "B", "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": [{"speaker": "C", "dia_id": "D1:1", "text": "hi"}]}, "qa": []}]`},
 	}
 	for _, tt := range tests {

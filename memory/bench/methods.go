@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sort"
 	"time"
 
 	"github.com/vc-mcp/vc-mcp/memory"
@@ -161,24 +162,16 @@ func RRF(rankings ...[]int) []int {
 			score[i] += 1 / float64(rrfK+pos+1)
 		}
 	}
-	n := 0
+	out := make([]int, 0, len(score))
 	for i := range score {
-		n = max(n, i+1)
+		out = append(out, i)
 	}
-	flat := make([]float64, n)
-	for i := range flat {
-		flat[i] = math.Inf(-1)
-	}
-	for i, s := range score {
-		flat[i] = s
-	}
-	order := rankScores(flat, false)
-	out := order[:0]
-	for _, i := range order {
-		if !math.IsInf(flat[i], -1) {
-			out = append(out, i)
+	sort.Slice(out, func(a, b int) bool {
+		if score[out[a]] != score[out[b]] {
+			return score[out[a]] > score[out[b]]
 		}
-	}
+		return out[a] < out[b]
+	})
 	return out
 }
 

@@ -57,6 +57,9 @@ func (s *Summarizer) Ready() (bool, string) { return s.health.ready() }
 // and answered by the fallback; only the fallback's own failure, or a
 // cancelled ctx, is returned.
 func (s *Summarizer) Summarize(ctx context.Context, in summarize.Input) (summarize.Result, error) {
+	if in.ConversationID != "" && ConversationFrom(ctx) == "" {
+		ctx = WithConversation(ctx, in.ConversationID)
+	}
 	if !s.health.allow() {
 		return s.fall(ctx, in, nil)
 	}

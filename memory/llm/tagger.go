@@ -58,6 +58,9 @@ func (t *Tagger) Ready() (bool, string) { return t.health.ready() }
 // the fallback (Source "fallback"); only the fallback's own failure, or a
 // cancelled ctx, is returned.
 func (t *Tagger) Tag(ctx context.Context, in tagging.Input) (tagging.Result, error) {
+	if in.ConversationID != "" && ConversationFrom(ctx) == "" {
+		ctx = WithConversation(ctx, in.ConversationID)
+	}
 	if !t.health.allow() {
 		return t.fall(ctx, in, nil)
 	}

@@ -30,7 +30,10 @@ type Turn struct {
 
 // Input describes what to summarise.
 type Input struct {
-	Kind Kind
+	// ConversationID names the memory space (for cost accounting by
+	// model-backed summarisers).
+	ConversationID string
+	Kind           Kind
 	// Tag is the segment's primary tag, or the tag being rolled up.
 	Tag string
 	// Tags are all tags on the segment (Kind Segment).

@@ -8,6 +8,9 @@ package tagging
 
 // Input is one turn to tag, with the conversation's vocabulary so far.
 type Input struct {
+	// ConversationID names the memory space the turn belongs to (for cost
+	// accounting by model-backed taggers).
+	ConversationID string
 	// Text is the turn's normalised text (or a user+assistant pair joined by
 	// a blank line).
 	Text string
