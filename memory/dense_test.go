@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vc-mcp/vc-mcp/embed"
+	"github.com/vc-mcp/vc-mcp/memory/tagging"
 )
 
 // conceptEmbedder is a deterministic fake: each text maps to the concepts
@@ -247,5 +248,44 @@ func TestTinyModelEndToEnd(t *testing.T) {
 	st, _ := s.Status(context.Background(), "c")
 	if !st.Features.Embeddings {
 		t.Fatalf("features %+v: want embeddings on", st.Features)
+	}
+}
+
+// recordingTagger remembers the Previous tags it was given.
+type recordingTagger struct {
+	Tagger
+	previous [][]string
+}
+
+func (r *recordingTagger) Tag(ctx context.Context, in tagging.Input) (tagging.Result, error) {
+	r.previous = append(r.previous, in.Previous)
+	return r.Tagger.Tag(ctx, in)
+}
+
+func TestContextBleedGate(t *testing.T) {
+	tests := []struct {
+		name     string
+		followUp string
+		embedder Embedder
+		passed   bool // whether the previous turn's tags reach the tagger
+	}{
+		{"related follow-up", "more about those circuits?", &conceptEmbedder{}, true},
+		{"unrelated follow-up", "and the airport?", &conceptEmbedder{}, false},
+		{"no model", "and the airport?", nil, true},
+		{"long turn is not gated", "and the airport, where we waited for hours before the plane finally boarded late at night?", &conceptEmbedder{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt := &recordingTagger{Tagger: tagging.NewKeyword(nil)}
+			s := openTest(t, Options{Embedder: tt.embedder, Tagger: rt})
+			ingest(t, s, "c", []Message{msg("user", "Ana", "I soldered the arduino circuit on the breadboard today.", t0)})
+			ingest(t, s, "c", []Message{msg("user", "Ana", tt.followUp, t0.Add(time.Minute))})
+			if len(rt.previous) != 2 {
+				t.Fatalf("tagger called %d times, want 2", len(rt.previous))
+			}
+			if got := rt.previous[1] != nil; got != tt.passed {
+				t.Fatalf("previous tags passed = %v (%v), want %v", got, rt.previous[1], tt.passed)
+			}
+		})
 	}
 }

@@ -119,6 +119,15 @@ func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ran
 	}
 	// A local vocabulary view, so turns in one batch can reuse each other's tags.
 	vocab := c.vocab
+	// The context-bleed gate costs two embeddings per short turn: worth it
+	// for a live exchange, not for a bulk import.
+	gate := len(recs) <= bleedBatchMax && s.embedderReady()
+	prevText := ""
+	if gate && prev != nil && !prev.Empty {
+		if r, err := c.log.read(prev.Start, prev.End); err == nil {
+			prevText = r.Content
+		}
+	}
 	var added map[string]int
 	for i, rec := range recs {
 		when := rec.when().UTC()
@@ -137,9 +146,14 @@ func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ran
 		} else {
 			m.Tokens = s.tok.Count(rec.Content)
 			m.Question = strings.Contains(rec.Content, "?")
+			previous := prevTags
+			if gate && s.bleeds(ctx, rec.Content, prevText) {
+				previous = nil
+			}
+			prevText = rec.Content
 			tr, err := s.tagger.Tag(ctx, tagging.Input{
 				ConversationID: c.id, Text: rec.Content, Role: rec.Role, Speaker: rec.Name,
-				Vocabulary: vocab, Aliases: nil, Previous: prevTags,
+				Vocabulary: vocab, Aliases: nil, Previous: previous,
 			})
 			if err != nil || len(tr.Tags) == 0 {
 				if err != nil {
@@ -241,3 +255,27 @@ func (s *Store) indexTurns(ctx context.Context, c *conv, first, last int) error 
 func turnDocID(conv string, seq int) string   { return conv + "/" + turnID(seq) }
 func segmentDocID(conv string, id int) string { return fmt.Sprintf("%s/s%d", conv, id) }
 func tagDocID(conv string, tag string) string { return conv + "/tag/" + tag }
+
+const (
+	// bleedBatchMax: batches up to this size get the context-bleed gate.
+	bleedBatchMax = 4
+	// bleedWords: turns up to this many words are "short follow-ups".
+	bleedWords = 12
+	// bleedMin: below this cosine, a short turn is not about the previous
+	// one, so it must not inherit its topics.
+	bleedMin = 0.1
+)
+
+// bleeds reports whether a short turn would wrongly inherit the previous
+// turn's topics: the two are unrelated in meaning. Without a model, or for
+// longer turns (their own words decide), it never does.
+func (s *Store) bleeds(ctx context.Context, text, prevText string) bool {
+	if prevText == "" || len(strings.Fields(text)) > bleedWords {
+		return false
+	}
+	vecs, err := s.opts.Embedder.Embed(ctx, []string{clip(text, embedMaxChars), clip(prevText, embedMaxChars)})
+	if err != nil || len(vecs) != 2 || len(vecs[0]) == 0 || len(vecs[0]) != len(vecs[1]) {
+		return false
+	}
+	return dot(vecs[0], vecs[1]) < bleedMin
+}

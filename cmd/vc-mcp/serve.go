@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -22,7 +23,16 @@ import (
 // the data directory: a second server should fail fast, naming the holder.
 const lockTimeout = 250 * time.Millisecond
 
+// defaultMemoryLimit is the Go heap's soft limit when GOMEMLIMIT is not set:
+// the garbage collector works harder near it instead of letting the heap
+// double, which keeps a long-running server with a full-size embedding
+// model under ~300 MB resident.
+const defaultMemoryLimit = 200 << 20
+
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
 	cfg, rest, err := loadConfig("serve", args, os.Getenv, stderr)
 	if err != nil {
 		return err
