@@ -30,7 +30,6 @@ var (
 	bucketWorking  = []byte("working")
 	bucketVectors  = []byte("vectors")
 	keySchema      = []byte("schema")
-	keyClean       = []byte("clean")
 )
 
 const schemaVersion = "1"

@@ -150,8 +150,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := writeHolder(opts.Dir); err != nil {
 		return fail(err)
 	}
-	clean, err := s.initSchema()
-	if err != nil {
+	if err := s.initSchema(); err != nil {
 		return fail(err)
 	}
 	ixPath := filepath.Join(opts.Dir, indexDir)
@@ -168,13 +167,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if ix, err = index.Open(ixPath, nil); err != nil {
 			return fail(fmt.Errorf("open index: %w", err))
 		}
-		clean = false
 		if err := s.resetIndexed(); err != nil {
 			return fail(err)
 		}
 	}
 	s.ix = ix
-	if err := s.recover(ctx, clean); err != nil {
+	if err := s.recover(ctx); err != nil {
 		return fail(err)
 	}
 	if opts.Embedder != nil {
@@ -186,10 +184,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// initSchema creates the top-level buckets and reports whether the last
-// shutdown was clean, marking the store in use.
-func (s *Store) initSchema() (clean bool, err error) {
-	err = s.db.Update(func(tx *bolt.Tx) error {
+// initSchema creates the top-level buckets and checks the schema version.
+func (s *Store) initSchema() error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketConvs, bucketMeta} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
@@ -199,16 +196,12 @@ func (s *Store) initSchema() (clean bool, err error) {
 		if v := meta.Get(keySchema); v != nil && string(v) != schemaVersion {
 			return fmt.Errorf("data directory schema %q is not %q: run `vc-mcp rebuild`", v, schemaVersion)
 		}
-		clean = string(meta.Get(keyClean)) == "1" || meta.Get(keySchema) == nil
-		if err := meta.Put(keySchema, []byte(schemaVersion)); err != nil {
-			return err
-		}
-		return meta.Put(keyClean, []byte("0"))
+		return meta.Put(keySchema, []byte(schemaVersion))
 	})
 	if err != nil {
-		return false, fmt.Errorf("initialise store: %w", err)
+		return fmt.Errorf("initialise store: %w", err)
 	}
-	return clean, nil
+	return nil
 }
 
 // resetIndexed marks every conversation as not indexed, so recover re-adds
@@ -305,7 +298,7 @@ func (s *Store) Close() error {
 			}
 			c.mu.Unlock()
 		}
-		return tx.Bucket(bucketMeta).Put(keyClean, []byte("1"))
+		return nil
 	})
 	if err != nil {
 		errs = append(errs, fmt.Errorf("save state: %w", err))
@@ -384,9 +377,9 @@ func (s *Store) conversation(ctx context.Context, id string, create bool) (*conv
 }
 
 // recover brings every conversation's derived state up to its master log:
-// conversations whose logs are longer than the store knows are replayed, and
-// after an unclean shutdown recent turns are re-indexed.
-func (s *Store) recover(ctx context.Context, clean bool) error {
+// conversations whose logs are longer than the store knows are replayed,
+// and turns missing from the index (a new index, after a crash) are added.
+func (s *Store) recover(ctx context.Context) error {
 	entries, err := os.ReadDir(filepath.Join(s.opts.Dir, logsDir))
 	if err != nil {
 		return fmt.Errorf("list master logs: %w", err)
@@ -414,17 +407,8 @@ func (s *Store) recover(ctx context.Context, clean bool) error {
 		}); err != nil {
 			return fmt.Errorf("read conversation %s: %w", id, err)
 		}
-		if info.Size() == meta.LogSize && meta.IndexedThrough >= meta.Turns && clean {
+		if info.Size() == meta.LogSize && meta.IndexedThrough >= meta.Turns {
 			continue
-		}
-		if !clean && meta.IndexedThrough > 0 {
-			// The index may have lost its most recent additions.
-			if err := s.db.Update(func(tx *bolt.Tx) error {
-				meta.IndexedThrough = max(0, meta.IndexedThrough-reindexWindow)
-				return putMeta(tx, meta)
-			}); err != nil {
-				return fmt.Errorf("mark %s for re-indexing: %w", id, err)
-			}
 		}
 		if _, err := s.conversation(ctx, id, true); err != nil {
 			return fmt.Errorf("recover conversation %s: %w", id, err)
@@ -432,11 +416,6 @@ func (s *Store) recover(ctx context.Context, clean bool) error {
 	}
 	return nil
 }
-
-// reindexWindow is how many recent turns are re-indexed after an unclean
-// shutdown (index additions are durable once acknowledged, so this is a
-// safety margin, not a requirement).
-const reindexWindow = 256
 
 // replayTail folds in turns present in the master log but not in the store,
 // and indexes turns not yet indexed.

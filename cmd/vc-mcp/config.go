@@ -63,7 +63,7 @@ var settingKeys = []settingKey{
 		help: "Data directory: master logs, vc.db and the index. Per user by default: `$XDG_DATA_HOME/vc-mcp` or `~/.local/share/vc-mcp` (Linux), `~/Library/Application Support/vc-mcp` (macOS), `%LOCALAPPDATA%\\vc-mcp` (Windows).",
 		set:  func(c *settings, v string) error { c.DataDir = v; return nil }},
 	{name: "preset", env: "VC_PRESET", flag: "preset", def: constant("chat"),
-		help: "Window and thresholds for a kind of client: `chat` (120k window, 0.70/0.85, 6 protected turns), `coding` (200k, 0.75/0.90, 10), `agentic` (200k, 0.60/0.80, 12), `small-local` (8k, 0.60/0.80, 4). Explicit settingKeys override it.",
+		help: "Window and thresholds for a kind of client: `chat` (120k window, 0.70/0.85, 6 protected turns), `coding` (200k, 0.75/0.90, 10), `agentic` (200k, 0.60/0.80, 12), `small-local` (8k, 0.60/0.80, 4). Settings given explicitly override it.",
 		set:  setPreset},
 	{name: "default_conversation", env: "VC_DEFAULT_CONVERSATION", flag: "default-conversation", def: constant("default"),
 		help: "Memory space used when a request names no conversation_id.",
