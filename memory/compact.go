@@ -52,19 +52,19 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 	}
 
 	// Layer 2: every non-general tag on the new segments gets its rollup
-	// rebuilt from all of its segments.
+	// updated with them.
 	c.mu.RLock()
 	nextID := len(c.segs) + 1
-	existing := append([]*segmentRec(nil), c.segs...)
-	c.mu.RUnlock()
 	fresh := make([]*segmentRec, len(plans))
 	for i := range plans {
 		plans[i].rec.ID = nextID + i
 		fresh[i] = &plans[i].rec
 	}
 	touched := tagsOf(fresh)
+	inputs := c.incrementalRollups(touched, fresh)
+	c.mu.RUnlock()
 	total += len(touched)
-	rollups, err := s.rollup(ctx, c.id, touched, append(existing, fresh...), step)
+	rollups, err := s.rollup(ctx, c.id, touched, inputs, step)
 	if err != nil {
 		return res, err
 	}
@@ -178,30 +178,67 @@ func tagsOf(segs []*segmentRec) []string {
 	return out
 }
 
-// rollup writes the Layer 2 summary of each tag from the summaries of all
-// its segments (segs, in order). No lock is held.
-func (s *Store) rollup(ctx context.Context, convID string, tags []string, segs []*segmentRec, step func(string)) ([]*tagSummaryRec, error) {
-	byTag := map[string][]string{}
-	segIDs := map[string][]int{}
+// rollupInput is what one tag's Layer 2 summary is made from.
+type rollupInput struct {
+	texts    []string // summaries to roll up, oldest first
+	segments []int    // every segment the tag's summary covers
+}
+
+// fullRollups rolls every tag up from all of its segments (regeneration).
+func fullRollups(tags []string, segs []*segmentRec) map[string]rollupInput {
+	in := make(map[string]rollupInput, len(tags))
+	for _, t := range tags {
+		in[t] = rollupInput{}
+	}
 	for _, sg := range segs {
 		for _, t := range sg.Tags {
-			byTag[t] = append(byTag[t], sg.Summary)
-			segIDs[t] = append(segIDs[t], sg.ID)
+			if r, ok := in[t]; ok {
+				in[t] = rollupInput{append(r.texts, sg.Summary), append(r.segments, sg.ID)}
+			}
 		}
 	}
+	return in
+}
+
+// incrementalRollups updates each tag's existing Layer 2 summary with its
+// new segments only, so the cost of a compaction does not grow with the
+// conversation's length. c.mu is held for reading.
+func (c *conv) incrementalRollups(tags []string, fresh []*segmentRec) map[string]rollupInput {
+	in := make(map[string]rollupInput, len(tags))
+	for _, t := range tags {
+		var r rollupInput
+		if prev, ok := c.tagSums[t]; ok {
+			r.texts = []string{prev.Summary}
+			r.segments = append([]int(nil), prev.Segments...)
+		}
+		for _, sg := range fresh {
+			if contains(sg.Tags, t) {
+				r.texts = append(r.texts, sg.Summary)
+				r.segments = append(r.segments, sg.ID)
+			}
+		}
+		in[t] = r
+	}
+	return in
+}
+
+// rollup writes the Layer 2 summary of each tag from its inputs. No lock
+// is held.
+func (s *Store) rollup(ctx context.Context, convID string, tags []string, inputs map[string]rollupInput, step func(string)) ([]*tagSummaryRec, error) {
 	rollups := make([]*tagSummaryRec, len(tags))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.opts.SummaryConcurrency)
 	for i, t := range tags {
+		in := inputs[t]
 		g.Go(func() error {
-			out, err := s.sum.Summarize(gctx, summarize.Input{ConversationID: convID, Kind: summarize.Tag, Tag: t, Segments: byTag[t], MaxTokens: tagSummaryTokens})
+			out, err := s.sum.Summarize(gctx, summarize.Input{ConversationID: convID, Kind: summarize.Tag, Tag: t, Segments: in.texts, MaxTokens: tagSummaryTokens})
 			if err != nil {
 				return fmt.Errorf("summarise tag %s of %s: %w", t, convID, err)
 			}
 			sum := s.tok.Truncate(out.Summary, tagSummaryTokens)
 			rollups[i] = &tagSummaryRec{
 				Tag: t, Summary: sum, Description: out.Description, Tokens: s.tok.Count(sum),
-				Segments: segIDs[t], Method: out.Method, Version: out.Version, UpdatedAt: s.now().UTC(),
+				Segments: in.segments, Method: out.Method, Version: out.Version, UpdatedAt: s.now().UTC(),
 			}
 			step("summarised topic " + t)
 			return nil

@@ -125,7 +125,7 @@ func (s *Store) regenerate(ctx context.Context, c *conv, tag string, progress Pr
 	}
 	tags := tagsOf(fresh)
 	total += len(tags)
-	rollups, err := s.rollup(ctx, c.id, tags, all, step)
+	rollups, err := s.rollup(ctx, c.id, tags, fullRollups(tags, all), step)
 	if err != nil {
 		return 0, 0, err
 	}
