@@ -92,7 +92,7 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 			sk := sessionKey(cd.c, t)
 			hcost := 0
 			if !sessions[sk] {
-				hcost = s.headerTokens(sessionHeader(cd.c, t, multi)) + 1
+				hcost = estimateTokens(sessionHeader(cd.c, t, multi)) + 1
 			}
 			if used+cost+hcost > budget {
 				continue
@@ -134,13 +134,19 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 			text = render(header, picks, chosenSums, hint, q.Broad, multi)
 		}
 	}
-	// Check the whole exactly and drop the weakest parts until it fits.
+	// Check the whole exactly; if over, drop the weakest parts worth the
+	// overshoot (the hint first, then the lowest-ranked turns, then
+	// summaries) and check again.
 	for n := s.tok.Count(text); n > budget; n = s.tok.Count(text) {
+		over := n - budget
 		switch {
 		case hint != "":
 			hint = ""
 		case len(picks) > 0:
-			picks = picks[:len(picks)-1]
+			for over > 0 && len(picks) > 0 {
+				over -= picks[len(picks)-1].cost
+				picks = picks[:len(picks)-1]
+			}
 		case len(chosenSums) > 0:
 			chosenSums = chosenSums[:len(chosenSums)-1]
 		default:
@@ -266,9 +272,9 @@ func (s *Store) topicSummaries(convs []*conv, matched []string, ranked []candida
 		for _, tag := range tags {
 			if ts, ok := c.tagSums[tag]; ok && !seenTag[c.id+"#"+tag] {
 				seenTag[c.id+"#"+tag] = true
-				text := fmt.Sprintf("### %s\n%s", tag, ts.Summary)
+				head := "### " + tag
 				out = append(out, summaryPick{ref: SummaryRef{Kind: "tag", ID: tag, Tag: tag, ConversationID: c.id, Tokens: ts.Tokens},
-					text: text, cost: s.tok.Count(text) + 1})
+					text: head + "\n" + ts.Summary, cost: estimateTokens(head) + ts.Tokens + 2})
 			}
 		}
 		// Segments holding the best compacted hits.
@@ -286,9 +292,9 @@ func (s *Store) topicSummaries(convs []*conv, matched []string, ranked []candida
 				continue
 			}
 			seenSeg[k] = true
-			text := fmt.Sprintf("### %s (turns %s-%s, %s)\n%s", sg.Primary, turnID(sg.First), turnID(sg.Last), sg.Start.Format("2 Jan 2006"), sg.Summary)
+			head := fmt.Sprintf("### %s (turns %s-%s, %s)", sg.Primary, turnID(sg.First), turnID(sg.Last), sg.Start.Format("2 Jan 2006"))
 			out = append(out, summaryPick{ref: SummaryRef{Kind: "segment", ID: fmt.Sprintf("s%d", sg.ID), Tag: sg.Primary, ConversationID: c.id, Tokens: sg.SummaryTokens},
-				text: text, cost: s.tok.Count(text) + 1})
+				text: head + "\n" + sg.Summary, cost: estimateTokens(head) + sg.SummaryTokens + 2})
 		}
 	}
 	return out
@@ -302,9 +308,9 @@ func (s *Store) overview(convs []*conv, budget int) []summaryPick {
 	for _, c := range convs {
 		for _, tag := range coverOrder(c) {
 			if ts, ok := c.tagSums[tag]; ok {
-				text := fmt.Sprintf("### %s (%d turns)\n%s", tag, c.vocab[tag], ts.Summary)
+				head := fmt.Sprintf("### %s (%d turns)", tag, c.vocab[tag])
 				out = append(out, summaryPick{ref: SummaryRef{Kind: "tag", ID: tag, Tag: tag, ConversationID: c.id, Tokens: ts.Tokens},
-					text: text, cost: s.tok.Count(text) + 1})
+					text: head + "\n" + ts.Summary, cost: estimateTokens(head) + ts.Tokens + 2})
 			}
 		}
 	}
@@ -372,7 +378,7 @@ func (s *Store) topicHint(convs []*conv, budget int) string {
 		return all[i].tag < all[j].tag
 	})
 	line := "## Topics on record (expand_topic to page one in)\n"
-	used := s.tok.Count(line)
+	used := estimateTokens(line)
 	for i, t := range all {
 		if i >= 40 {
 			break
@@ -381,9 +387,8 @@ func (s *Store) topicHint(convs []*conv, budget int) string {
 		if i > 0 {
 			next = ", " + next
 		}
-		// Pieces are counted apart (an upper bound within a token or two);
-		// the assembly is counted exactly at the end.
-		n := s.tok.Count(next) + 1
+		// Estimated; the assembly is counted exactly at the end.
+		n := estimateTokens(next)
 		if used+n > budget {
 			break
 		}
@@ -410,13 +415,8 @@ func (s *Store) prefixTokens(t *turnMeta) int {
 	return n.(int) + 2 + (digits+2)/3 + 1
 }
 
-// headerTokens counts a session header, cached: a conversation has few
-// sessions and every recall names some of them.
-func (s *Store) headerTokens(h string) int {
-	if n, ok := s.prefixCache.Load(h); ok {
-		return n.(int)
-	}
-	n := s.tok.Count(h)
-	s.prefixCache.Store(h, n)
-	return n
-}
+// estimateTokens bounds the cl100k tokens of a short header-like string
+// from above without running the tokenizer: such strings (tags, dates, ids,
+// punctuation) average well over 2.5 bytes per token. Assemblies are
+// counted exactly at the end, so an estimate can only cost a little slack.
+func estimateTokens(s string) int { return (len(s)*2)/5 + 2 }

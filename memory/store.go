@@ -52,7 +52,7 @@ type Store struct {
 	log    *slog.Logger
 	now    func() time.Time
 
-	prefixCache sync.Map // speaker -> tokens of a turn line's speaker prefix
+	prefixCache sync.Map // speaker -> tokens of a turn line's speaker prefix (few speakers)
 
 	mu     sync.Mutex
 	convs  map[string]*conv
