@@ -2,6 +2,8 @@ package memory
 
 import (
 	"context"
+
+	"github.com/vc-mcp/vc-mcp/embed"
 	"strings"
 
 	"encoding/binary"
@@ -27,11 +29,11 @@ const (
 	embedPollEvery = 2 * time.Second
 )
 
-// vectors is a conversation's turn vectors.
+// vectors is a conversation's turn vectors, packed for SIMD scans.
 type vectors struct {
 	dim  int
-	seqs []int     // row -> seq
-	data []float32 // rows x dim, L2-normalised
+	seqs []int // row -> seq
+	mat  *embed.Matrix
 	has  map[int]bool
 }
 
@@ -41,13 +43,14 @@ func (v *vectors) add(seq int, vec []float32) {
 	}
 	if v.dim == 0 {
 		v.dim = len(vec)
+		v.mat = embed.NewMatrix(v.dim)
 	}
 	if len(vec) != v.dim || v.has[seq] {
 		return
 	}
 	v.has[seq] = true
 	v.seqs = append(v.seqs, seq)
-	v.data = append(v.data, vec...)
+	v.mat.Append(vec)
 }
 
 // embedderReady reports whether the configured embedder can be used now.
@@ -317,8 +320,7 @@ func denseScores(c *conv, q []float32, limit int) (seqs []int, sims []float32, c
 	}
 	top := &topK{k: limit}
 	var sum, sumSq float64
-	for r := 0; r < n; r++ {
-		d := dot(v.data[r*v.dim:(r+1)*v.dim], q)
+	for r, d := range v.mat.Dots(q, nil) {
 		sum += float64(d)
 		sumSq += float64(d) * float64(d)
 		top.push(r, d)
