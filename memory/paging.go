@@ -38,16 +38,11 @@ func (s *Store) Expand(ctx context.Context, req ExpandRequest) (ExpandResult, er
 	if err != nil {
 		return res, err
 	}
-	c, err := s.conversation(ctx, id, false)
+	c, tag, unlock, err := s.lockTopic(ctx, id, req.Tag)
 	if err != nil {
 		return res, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	tag, err := c.findTag(req.Tag)
-	if err != nil {
-		return res, err
-	}
+	defer unlock()
 	res.Tag, res.Depth = tag, req.Depth
 
 	var b strings.Builder
@@ -145,16 +140,11 @@ func (s *Store) Collapse(ctx context.Context, req CollapseRequest) (CollapseResu
 	if req.Depth != DepthSummary && req.Depth != DepthNone {
 		return res, fmt.Errorf("%w: depth must be \"summary\" or \"none\" (got %q)", ErrInvalid, req.Depth)
 	}
-	c, err := s.conversation(ctx, id, false)
+	c, tag, unlock, err := s.lockTopic(ctx, id, req.Tag)
 	if err != nil {
 		return res, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	tag, err := c.findTag(req.Tag)
-	if err != nil {
-		return res, err
-	}
+	defer unlock()
 	res.Tag, res.Depth = tag, req.Depth
 	before := c.working[tag].Tokens
 	after := 0
@@ -273,4 +263,20 @@ func (s *Store) saveWorking(c *conv) error {
 		}
 		return nil
 	})
+}
+
+// lockTopic loads a conversation, takes its write lock and resolves a tag
+// name in it. The caller must call unlock.
+func (s *Store) lockTopic(ctx context.Context, convID, name string) (c *conv, tag string, unlock func(), err error) {
+	c, err = s.conversation(ctx, convID, false)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	c.mu.Lock()
+	tag, err = c.findTag(name)
+	if err != nil {
+		c.mu.Unlock()
+		return nil, "", nil, err
+	}
+	return c, tag, c.mu.Unlock, nil
 }
