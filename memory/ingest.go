@@ -21,6 +21,11 @@ const sessionGap = 30 * time.Minute
 // or nothing (one bad message fails the batch, storing none). The messages
 // are fsync'd to the master log before Ingest returns; tagging, indexing and
 // compaction follow.
+//
+// Tagging runs with no lock held (a model-backed tagger waits on the
+// network for each turn): it works on a snapshot of the conversation's
+// vocabulary, and the batch is checked for duplicates again before it is
+// appended under the write lock.
 func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, error) {
 	var res IngestResult
 	id, err := s.resolve(req.ConversationID)
@@ -37,18 +42,25 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 		return res, err
 	}
 
+	c.mu.RLock()
+	fresh := c.newInputs(inputs)
+	snap := s.tagSnapshot(c, len(fresh))
+	c.mu.RUnlock()
+	tagged := s.tagBatch(ctx, c.id, fresh, snap)
+
 	c.mu.Lock()
-	var fresh []turnInput
-	seen := map[string]bool{}
-	for _, in := range inputs {
-		h := hex.EncodeToString(in.Hash[:])
-		if _, dup := c.hashes[h]; dup || seen[h] {
-			res.Duplicates++
-			continue
+	// Another call may have stored some of these meanwhile.
+	keep := c.newInputs(fresh)
+	if len(keep) != len(fresh) {
+		kept := make([]tagging.Result, 0, len(keep))
+		for i, in := range fresh {
+			if len(kept) < len(keep) && keep[len(kept)].Hash == in.Hash {
+				kept = append(kept, tagged[i])
+			}
 		}
-		seen[h] = true
-		fresh = append(fresh, in)
+		fresh, tagged = keep, kept
 	}
+	res.Duplicates = len(inputs) - len(fresh)
 	if len(fresh) > 0 {
 		now := s.now().UTC()
 		recs := make([]logRecord, len(fresh))
@@ -62,7 +74,7 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 		}
 		end := ranges[len(ranges)-1][1] + 1
 		first := len(c.turns) + 1
-		if err := s.applyRecords(ctx, c, recs, ranges, end); err != nil {
+		if err := s.applyRecords(ctx, c, recs, ranges, end, tagged); err != nil {
 			c.mu.Unlock()
 			return res, err
 		}
@@ -105,30 +117,106 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 	return res, nil
 }
 
-// applyRecords derives and commits the store entries of records already in
-// the master log (bytes up to logEnd), then indexes them. c.mu must be held
-// for writing.
-func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ranges [][2]int64, logEnd int64) error {
-	metas := make([]turnMeta, len(recs))
-	prev := c.turn(len(c.turns))
-	var prevTags []string
-	prevSession, prevWhen := 0, time.Time{}
-	if prev != nil {
-		prevSession, prevWhen = prev.Session, prev.When
-		prevTags = c.lastTags(len(c.turns))
+// newInputs returns the inputs not stored yet, dropping duplicates within
+// the batch too. c.mu is held.
+func (c *conv) newInputs(inputs []turnInput) []turnInput {
+	var out []turnInput
+	seen := map[[32]byte]bool{}
+	for _, in := range inputs {
+		if _, dup := c.hashes[hex.EncodeToString(in.Hash[:])]; dup || seen[in.Hash] {
+			continue
+		}
+		seen[in.Hash] = true
+		out = append(out, in)
 	}
-	// A local vocabulary view, so turns in one batch can reuse each other's tags.
-	vocab := c.vocab
+	return out
+}
+
+// tagSnapshot is what tagging a batch needs of its conversation, copied so
+// that tagging can run without the conversation's lock.
+type tagSnapshot struct {
+	vocab    map[string]int
+	prevTags []string
+	prevText string // for the context-bleed gate; "" when the gate is off
+	gate     bool
+}
+
+// tagSnapshot copies the tagging context. c.mu is held.
+func (s *Store) tagSnapshot(c *conv, batch int) tagSnapshot {
+	snap := tagSnapshot{vocab: make(map[string]int, len(c.vocab)+8), prevTags: c.lastTags(len(c.turns))}
+	for k, v := range c.vocab {
+		snap.vocab[k] = v
+	}
 	// The context-bleed gate costs two embeddings per short turn: worth it
 	// for a live exchange, not for a bulk import.
-	gate := len(recs) <= bleedBatchMax && s.embedderReady()
-	prevText := ""
-	if gate && prev != nil && !prev.Empty {
+	snap.gate = batch <= bleedBatchMax && s.embedderReady()
+	if prev := c.turn(len(c.turns)); snap.gate && prev != nil && !prev.Empty {
 		if r, err := c.log.read(prev.Start, prev.End); err == nil {
-			prevText = r.Content
+			snap.prevText = r.Content
 		}
 	}
-	var added map[string]int
+	return snap
+}
+
+// tagBatch tags a batch of turns in order: each sees the tags of the one
+// before and the vocabulary grown by the ones before. Empty turns get no
+// tags. A failing tagger falls back to the previous turn's tags.
+func (s *Store) tagBatch(ctx context.Context, convID string, ins []turnInput, snap tagSnapshot) []tagging.Result {
+	out := make([]tagging.Result, len(ins))
+	prevTags, prevText := snap.prevTags, snap.prevText
+	for i, tin := range ins {
+		text := tin.Text
+		if strings.TrimSpace(text) == "" {
+			continue
+		}
+		previous := prevTags
+		if snap.gate && s.bleeds(ctx, text, prevText) {
+			previous = nil
+		}
+		prevText = text
+		tr, err := s.tagger.Tag(ctx, tagging.Input{
+			ConversationID: convID, Text: text, Role: tin.Role, Speaker: tin.Name,
+			Vocabulary: snap.vocab, Previous: previous,
+		})
+		if err != nil || len(tr.Tags) == 0 {
+			if err != nil {
+				s.log.Warn("tagger failed; using the previous turn's tags", "conversation", convID, "err", err)
+			}
+			tr = tagging.Result{Tags: []string{tagging.General}, Primary: tagging.General, Source: "fallback"}
+			if len(prevTags) > 0 {
+				tr.Tags, tr.Primary, tr.Source = prevTags, prevTags[0], "inherited"
+			}
+		}
+		prevTags = tr.Tags
+		for _, t := range tr.Tags {
+			snap.vocab[t]++
+		}
+		out[i] = tr
+	}
+	return out
+}
+
+// applyRecords derives and commits the store entries of records already in
+// the master log (bytes up to logEnd), then indexes them. tagged holds the
+// records' tags, or nil to tag them here (replaying a log at open). c.mu
+// must be held for writing.
+func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ranges [][2]int64, logEnd int64, tagged []tagging.Result) error {
+	if tagged == nil {
+		ins := make([]turnInput, len(recs))
+		for i, r := range recs {
+			ins[i] = turnInput{Text: r.Content, Role: r.Role, Name: r.Name}
+		}
+		snap := tagSnapshot{vocab: make(map[string]int, len(c.vocab)), prevTags: c.lastTags(len(c.turns))}
+		for k, v := range c.vocab {
+			snap.vocab[k] = v
+		}
+		tagged = s.tagBatch(ctx, c.id, ins, snap)
+	}
+	metas := make([]turnMeta, len(recs))
+	prevSession, prevWhen := 0, time.Time{}
+	if prev := c.turn(len(c.turns)); prev != nil {
+		prevSession, prevWhen = prev.Session, prev.When
+	}
 	for i, rec := range recs {
 		when := rec.when().UTC()
 		m := turnMeta{
@@ -146,36 +234,7 @@ func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ran
 		} else {
 			m.Tokens = s.tok.Count(rec.Content)
 			m.Question = strings.Contains(rec.Content, "?")
-			previous := prevTags
-			if gate && s.bleeds(ctx, rec.Content, prevText) {
-				previous = nil
-			}
-			prevText = rec.Content
-			tr, err := s.tagger.Tag(ctx, tagging.Input{
-				ConversationID: c.id, Text: rec.Content, Role: rec.Role, Speaker: rec.Name,
-				Vocabulary: vocab, Aliases: nil, Previous: previous,
-			})
-			if err != nil || len(tr.Tags) == 0 {
-				if err != nil {
-					s.log.Warn("tagger failed; using the previous turn's tags", "conversation", c.id, "err", err)
-				}
-				tr = tagging.Result{Tags: []string{tagging.General}, Primary: tagging.General, Source: "fallback"}
-				if len(prevTags) > 0 {
-					tr.Tags, tr.Primary, tr.Source = prevTags, prevTags[0], "inherited"
-				}
-			}
-			m.Tags, m.Related, m.Rule = tr.Tags, tr.Related, tr.Rule
-			prevTags = tr.Tags
-			if added == nil {
-				added = make(map[string]int, len(c.vocab)+8)
-				for k, v := range c.vocab {
-					added[k] = v
-				}
-				vocab = added
-			}
-			for _, t := range tr.Tags {
-				added[t]++
-			}
+			m.Tags, m.Related, m.Rule = tagged[i].Tags, tagged[i].Related, tagged[i].Rule
 		}
 		metas[i] = m
 	}

@@ -451,7 +451,7 @@ func (s *Store) replayTail(ctx context.Context, c *conv) error {
 		}
 		if len(recs) > 0 {
 			s.log.Info("replaying master log", "conversation", c.id, "turns", len(recs))
-			if err := s.applyRecords(ctx, c, recs, ranges, end); err != nil {
+			if err := s.applyRecords(ctx, c, recs, ranges, end, nil); err != nil {
 				return err
 			}
 		} else if end != c.meta.LogSize {

@@ -458,7 +458,7 @@ func (r *ScaleReport) WriteMarkdown(w io.Writer) error {
 	}
 	if len(r.Growth) > 0 {
 		b.WriteString("\nGrowth between sizes (ratio larger/smaller; exponent = log(ratio)/log(size ratio), 1 = linear):\n\n")
-		b.WriteString("| from -> to | size x | recall p50 x (exp) | find_quote p50 x (exp) | ingest rate x | disk/turn x | peak RSS x | initialize x | recall sub-linear |\n")
+		b.WriteString("| from -> to | size x | recall p50 x (exp) | find_quote p50 x (exp) | big-batch ingest rate x | disk/turn x | peak RSS x | initialize x | recall sub-linear |\n")
 		b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 		for _, g := range r.Growth {
 			fmt.Fprintf(&b, "| %d -> %d | %.0f | %.2f (%.2f) | %.2f (%.2f) | %.2f | %.2f | %.2f | %.2f | %v |\n",
