@@ -438,3 +438,45 @@ func (b byVal) Swap(i, j int) {
 	b.idx[i], b.idx[j] = b.idx[j], b.idx[i]
 	b.vals[i], b.vals[j] = b.vals[j], b.vals[i]
 }
+
+// WaitEmbedded blocks until every stored turn has its vector (or could not
+// be embedded), or ctx ends. Without an embedder it returns at once. Tools
+// never call it: recall works with whatever vectors exist. Benchmarks and
+// tests use it to measure semantic recall on a fully embedded store.
+func (s *Store) WaitEmbedded(ctx context.Context) error {
+	if s.opts.Embedder == nil {
+		return nil
+	}
+	for {
+		if s.pendingVectors() == 0 {
+			return nil
+		}
+		s.kickEmbedder()
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for turn vectors: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// pendingVectors counts loaded turns still waiting for a vector.
+func (s *Store) pendingVectors() int {
+	s.mu.Lock()
+	convs := make([]*conv, 0, len(s.convs))
+	for _, c := range s.convs {
+		convs = append(convs, c)
+	}
+	s.mu.Unlock()
+	n := 0
+	for _, c := range convs {
+		c.mu.RLock()
+		for _, t := range c.turns {
+			if !t.Empty && !c.vecs.has[t.Seq] && !c.vecFailed[t.Seq] {
+				n++
+			}
+		}
+		c.mu.RUnlock()
+	}
+	return n
+}

@@ -83,31 +83,23 @@ func normalize(v []float32) []float32 {
 	return v
 }
 
-// waitVectors waits until every non-empty turn of conv has a vector.
+// waitVectors waits until every stored turn has a vector.
 func waitVectors(t *testing.T, s *Store, id string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		c, err := s.conversation(context.Background(), id, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.mu.RLock()
-		want := 0
-		for _, tm := range c.turns {
-			if !tm.Empty {
-				want++
-			}
-		}
-		got := len(c.vecs.seqs)
-		c.mu.RUnlock()
-		if got == want {
-			return
-		}
-		s.kickEmbedder()
-		time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.WaitEmbedded(ctx); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("turn vectors not ready after 20s")
+	c, err := s.conversation(ctx, id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if len(c.vecs.seqs) == 0 {
+		t.Fatalf("no vectors in %s", id)
+	}
 }
 
 func semanticChat() []Message {

@@ -297,12 +297,21 @@ func (m VCMCP) Prepare(ctx context.Context, conv *Conversation) (Answerer, error
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("ingest %s: %w", conv.ID, err), a.Close())
 		}
-		if res.Stored+res.Duplicates+res.Skipped != len(req.Messages) {
-			return nil, errors.Join(fmt.Errorf("ingest %s: %d messages sent, %d stored, %d duplicates, %d skipped",
-				conv.ID, len(req.Messages), res.Stored, res.Duplicates, res.Skipped), a.Close())
+		if res.Stored+res.Duplicates != len(req.Messages) {
+			return nil, errors.Join(fmt.Errorf("ingest %s: %d messages sent, %d stored, %d duplicates",
+				conv.ID, len(req.Messages), res.Stored, res.Duplicates), a.Close())
 		}
 		if m.OnIngest != nil {
 			m.OnIngest(res)
+		}
+	}
+	// Turn vectors are computed in the background; measure semantic recall
+	// on a fully embedded store.
+	if w, ok := eng.(interface{ WaitEmbedded(context.Context) error }); ok {
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+		defer cancel()
+		if err := w.WaitEmbedded(wctx); err != nil {
+			return nil, errors.Join(fmt.Errorf("embed %s: %w", conv.ID, err), a.Close())
 		}
 	}
 	return a, nil
