@@ -45,6 +45,46 @@ type Summarizer interface {
 	Summarize(ctx context.Context, in summarize.Input) (summarize.Result, error)
 }
 
+// TagSplitter splits an over-broad tag into narrower ones. It is optional
+// (a model-backed tagger offers it); without one, tags stay whole.
+type TagSplitter interface {
+	SplitTag(ctx context.Context, in SplitRequest) (SplitDecision, error)
+}
+
+// SplitRequest describes a tag that covers too much of a conversation.
+type SplitRequest struct {
+	ConversationID string
+	Tag            string
+	// Count is the tag's turns, Total the conversation's tagged turns.
+	Count, Total int
+	// Vocabulary is the conversation's tags (new names must not collide).
+	Vocabulary map[string]int
+	// Samples are texts of turns carrying Tag, spread across time.
+	Samples []string
+}
+
+// SplitDecision is a splitter's answer. Empty Subtags: keep the tag whole.
+type SplitDecision struct {
+	// Subtags are the new, narrower tags.
+	Subtags []string
+	// Aliases maps other names to a subtag, for later tagging.
+	Aliases map[string]string
+	// Assignments maps an index into SplitRequest.Samples to its subtag;
+	// those turns gain the subtag (and keep the parent tag).
+	Assignments map[int]string
+}
+
+// LLMUsage is one model's usage for a conversation.
+type LLMUsage struct {
+	Provider     string  `json:"provider"`
+	Model        string  `json:"model"`
+	Calls        int     `json:"calls"`
+	Failures     int     `json:"failures"`
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+}
+
 // Readiness is optionally implemented by an Embedder, Tagger or Summarizer
 // that may not be usable yet (a model still loading, a provider failing).
 // Status reports whether it is ready and, if not, why.
@@ -78,6 +118,12 @@ type Options struct {
 	Embedder   Embedder
 	Tagger     Tagger
 	Summarizer Summarizer
+	// Splitter, when set, splits tags that grow over-broad (see TagSplitter).
+	Splitter TagSplitter
+	// TagPriority orders topics in assemblies (higher first); nil = all equal.
+	TagPriority func(tag string) int
+	// Usage reports a conversation's LLM usage for Status; nil = none.
+	Usage func(conversationID string) ([]LLMUsage, error)
 	// Logger receives operational logs (never conversation text above Debug).
 	Logger *slog.Logger
 	// Now returns the current time (tests); default time.Now.
@@ -320,6 +366,8 @@ type Features struct {
 	EmbeddingsReason string `json:"embeddings_reason,omitempty"`
 	LLM              bool   `json:"llm"`
 	LLMReason        string `json:"llm_reason,omitempty"`
+	// LLMUsage is this conversation's model usage and estimated cost.
+	LLMUsage []LLMUsage `json:"llm_usage,omitempty"`
 }
 
 // Domain is one tag's full view (the virtualcontext://domains/{tag} resource).

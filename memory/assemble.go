@@ -50,6 +50,12 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 	} else {
 		sums = s.topicSummaries(convs, matched, ranked)
 	}
+	if s.opts.TagPriority != nil {
+		// Tag rules put some topics first.
+		sort.SliceStable(sums, func(i, j int) bool {
+			return s.opts.TagPriority(sums[i].ref.Tag) > s.opts.TagPriority(sums[j].ref.Tag)
+		})
+	}
 	var chosenSums []summaryPick
 	takeSums := func(limit int) {
 		rest := sums[:0]
@@ -371,7 +377,16 @@ func (s *Store) topicHint(convs []*conv, budget int) string {
 	if len(all) == 0 {
 		return ""
 	}
+	prio := func(tag string) int {
+		if s.opts.TagPriority == nil {
+			return 0
+		}
+		return s.opts.TagPriority(tag)
+	}
 	sort.Slice(all, func(i, j int) bool {
+		if pi, pj := prio(all[i].tag), prio(all[j].tag); pi != pj {
+			return pi > pj
+		}
 		if all[i].n != all[j].n {
 			return all[i].n > all[j].n
 		}

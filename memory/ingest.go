@@ -111,6 +111,10 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 		s.log.Error("compaction failed", "conversation", id, "err", err)
 	}
 	res.SegmentsCompacted, res.TokensFreed, res.Compacted = cr.segments, cr.freed, cr.segments > 0
+	if err := s.maybeSplit(ctx, c); err != nil {
+		// Tags stay whole; the split is offered again later.
+		s.log.Warn("tag split failed", "conversation", id, "err", err)
+	}
 	c.mu.RLock()
 	res.ActiveTokens, res.TotalTurns = c.active, len(c.turns)
 	c.mu.RUnlock()
@@ -136,6 +140,7 @@ func (c *conv) newInputs(inputs []turnInput) []turnInput {
 // that tagging can run without the conversation's lock.
 type tagSnapshot struct {
 	vocab    map[string]int
+	aliases  map[string]string
 	prevTags []string
 	prevText string // for the context-bleed gate; "" when the gate is off
 	gate     bool
@@ -143,7 +148,7 @@ type tagSnapshot struct {
 
 // tagSnapshot copies the tagging context. c.mu is held.
 func (s *Store) tagSnapshot(c *conv, batch int) tagSnapshot {
-	snap := tagSnapshot{vocab: make(map[string]int, len(c.vocab)+8), prevTags: c.lastTags(len(c.turns))}
+	snap := tagSnapshot{vocab: make(map[string]int, len(c.vocab)+8), aliases: c.meta.Aliases, prevTags: c.lastTags(len(c.turns))}
 	for k, v := range c.vocab {
 		snap.vocab[k] = v
 	}
@@ -176,7 +181,7 @@ func (s *Store) tagBatch(ctx context.Context, convID string, ins []turnInput, sn
 		prevText = text
 		tr, err := s.tagger.Tag(ctx, tagging.Input{
 			ConversationID: convID, Text: text, Role: tin.Role, Speaker: tin.Name,
-			Vocabulary: snap.vocab, Previous: previous,
+			Vocabulary: snap.vocab, Aliases: snap.aliases, Previous: previous,
 		})
 		if err != nil || len(tr.Tags) == 0 {
 			if err != nil {
@@ -206,7 +211,7 @@ func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ran
 		for i, r := range recs {
 			ins[i] = turnInput{Text: r.Content, Role: r.Role, Name: r.Name}
 		}
-		snap := tagSnapshot{vocab: make(map[string]int, len(c.vocab)), prevTags: c.lastTags(len(c.turns))}
+		snap := tagSnapshot{vocab: make(map[string]int, len(c.vocab)), aliases: c.meta.Aliases, prevTags: c.lastTags(len(c.turns))}
 		for k, v := range c.vocab {
 			snap.vocab[k] = v
 		}

@@ -54,6 +54,11 @@ type convMeta struct {
 	IndexedThrough   int       `json:"indexed_through"`
 	Created          time.Time `json:"created"`
 	Updated          time.Time `json:"updated"`
+	// Aliases map other names to tags (registered by tag splits).
+	Aliases map[string]string `json:"aliases,omitempty"`
+	// SplitChecked records each tag's turn count when last offered to the
+	// splitter.
+	SplitChecked map[string]int `json:"split_checked,omitempty"`
 }
 
 // turnMeta is the index entry for one turn of a master log.

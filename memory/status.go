@@ -15,6 +15,13 @@ func (s *Store) Status(ctx context.Context, conversationID string) (Status, erro
 		return Status{}, err
 	}
 	st := Status{ConversationID: id, Tags: []TagStatus{}, Features: s.features()}
+	if s.opts.Usage != nil {
+		u, err := s.opts.Usage(id)
+		if err != nil {
+			s.log.Warn("reading LLM usage failed", "conversation", id, "err", err)
+		}
+		st.Features.LLMUsage = u
+	}
 	ids, err := s.conversationIDs()
 	if err != nil {
 		return st, err

@@ -44,9 +44,19 @@ func wireSeams(ctx context.Context, cfg settings, opts *memory.Options, log *slo
 	// Typed nils would defeat memory's nil checks.
 	if tagger != nil {
 		opts.Tagger = tagger
+		if t, ok := tagger.(*llm.Tagger); ok {
+			opts.Splitter = splitter{t}
+		}
 	}
 	if summarizer != nil {
 		opts.Summarizer = summarizer
+	}
+	if len(lc.TagRules) > 0 {
+		opts.TagPriority = lc.Priority
+	}
+	if lc.Enabled() {
+		dataDir := cfg.DataDir
+		opts.Usage = func(conv string) ([]memory.LLMUsage, error) { return conversationUsage(dataDir, conv) }
 	}
 	return seams{
 		sampling: lc.Enabled() && lc.WithDefaults().Provider == llm.ProviderSampling,
@@ -56,4 +66,43 @@ func wireSeams(ctx context.Context, cfg settings, opts *memory.Options, log *slo
 			}
 		},
 	}, nil
+}
+
+// splitter adapts the LLM tagger's tag splitting to memory's seam.
+type splitter struct{ t *llm.Tagger }
+
+func (s splitter) SplitTag(ctx context.Context, in memory.SplitRequest) (memory.SplitDecision, error) {
+	ctx = llm.WithConversation(ctx, in.ConversationID)
+	r, err := s.t.Split(ctx, llm.SplitInput{Tag: in.Tag, Count: in.Count, Total: in.Total, Vocabulary: in.Vocabulary, Samples: in.Samples})
+	if err != nil || !r.Split {
+		return memory.SplitDecision{}, err
+	}
+	d := memory.SplitDecision{Aliases: map[string]string{}, Assignments: map[int]string{}}
+	for _, st := range r.Subtags {
+		d.Subtags = append(d.Subtags, st.Tag)
+		for _, a := range st.Aliases {
+			d.Aliases[a] = st.Tag
+		}
+	}
+	for i, tag := range r.Assignments {
+		d.Assignments[i] = tag
+	}
+	return d, nil
+}
+
+// conversationUsage reads the LLM usage log's totals for one conversation.
+func conversationUsage(dataDir, conv string) ([]memory.LLMUsage, error) {
+	totals, err := llm.ReadUsage(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []memory.LLMUsage
+	for _, t := range totals {
+		if t.Conversation != conv {
+			continue
+		}
+		out = append(out, memory.LLMUsage{Provider: t.Provider, Model: t.Model, Calls: t.Calls, Failures: t.Failures,
+			InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD})
+	}
+	return out, nil
 }
