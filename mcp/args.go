@@ -30,7 +30,6 @@ const (
 	maxTagLen            = 200
 )
 
-var roles = []string{"user", "assistant", "system", "tool"}
 
 // CompactArgs are compact_context's arguments.
 type CompactArgs struct {
@@ -299,39 +298,8 @@ func decodeMessage(i int, raw json.RawMessage) (memory.Message, error) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return memory.Message{}, jsonArgError(prefix, &m, err)
 	}
-	if !validRole(m.Role) {
-		if m.Role == "" {
-			return memory.Message{}, argErrorf("%srole: required, one of %s", prefix, strings.Join(roles, ", "))
-		}
-		return memory.Message{}, argErrorf("%srole: must be one of %s, got %q", prefix, strings.Join(roles, ", "), truncate(m.Role, 40))
-	}
-	content := bytes.TrimSpace(m.Content)
-	if len(content) > 0 {
-		switch content[0] {
-		case '"', 'n': // a string, or null for a tool-only turn
-		case '[':
-			var blocks []json.RawMessage
-			if err := json.Unmarshal(content, &blocks); err != nil {
-				return memory.Message{}, argErrorf("%scontent: must be a string or an array of content blocks", prefix)
-			}
-			for j, b := range blocks {
-				if b = bytes.TrimSpace(b); len(b) == 0 || b[0] != '{' {
-					return memory.Message{}, argErrorf("%scontent[%d]: a content block must be an object like {\"type\":\"text\",\"text\":\"...\"}", prefix, j)
-				}
-			}
-		default:
-			return memory.Message{}, argErrorf("%scontent: must be a string or an array of content blocks, got %s", prefix, jsonKind(content))
-		}
-	}
-	calls := bytes.TrimSpace(m.ToolCalls)
-	if len(calls) > 0 && calls[0] != '[' && calls[0] != 'n' {
-		return memory.Message{}, argErrorf("%stool_calls: must be an array of tool calls, got %s", prefix, jsonKind(calls))
-	}
-	if m.Timestamp != "" {
-		if _, err := parseTime(prefix+"timestamp", m.Timestamp); err != nil {
-			return memory.Message{}, err
-		}
-	}
+	// Roles, content blocks, tool calls and timestamps are the engine's to
+	// validate (memory.Ingest): its errors name the message and field too.
 	return memory.Message{
 		Role:       m.Role,
 		Content:    m.Content,
@@ -340,32 +308,6 @@ func decodeMessage(i int, raw json.RawMessage) (memory.Message, error) {
 		ToolCalls:  m.ToolCalls,
 		ToolCallID: m.ToolCallID,
 	}, nil
-}
-
-func validRole(r string) bool {
-	for _, x := range roles {
-		if r == x {
-			return true
-		}
-	}
-	return false
-}
-
-func jsonKind(raw []byte) string {
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	default:
-		return "a number"
-	}
 }
 
 // decodeRecall decodes and validates recall_context's arguments.

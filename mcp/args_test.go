@@ -25,9 +25,6 @@ func TestDecodeCompact(t *testing.T) {
 		{"trailing data", `{"messages":[{"role":"user","content":"x"}]} {}`, 0, "single JSON object"},
 		{"not json", `{"messages":`, 0, "not valid JSON"},
 		{"message not object", `{"messages":["hi"]}`, 0, "messages[0]: must be an object"},
-		{"block not object", `{"messages":[{"role":"user","content":["hi"]}]}`, 0, "messages[0].content[0]: a content block must be an object"},
-		{"tool_calls object", `{"messages":[{"role":"assistant","tool_calls":{"id":"x"}}]}`, 0, "messages[0].tool_calls: must be an array"},
-		{"role missing", `{"messages":[{"content":"x"}]}`, 0, "messages[0].role: required"},
 		{"role wrong type", `{"messages":[{"role":1,"content":"x"}]}`, 0, "messages[0].role: must be a string, got number"},
 		{"force wrong type", `{"force":"yes","messages":[{"role":"user","content":"x"}]}`, 0, "force: must be true or false, got string"},
 		{"too many", `{"messages":[` + strings.Repeat(`{"role":"user","content":"x"},`, 1000) + `{"role":"user","content":"x"}]}`, 0, "got 1001"},
@@ -157,11 +154,6 @@ func FuzzDecodeCompact(f *testing.F) {
 		checkDecoded(t, req.ConversationID)
 		if n := len(req.Messages); n < minMessages || n > maxMessages {
 			t.Fatalf("decoded %d messages", n)
-		}
-		for _, m := range req.Messages {
-			if !validRole(m.Role) {
-				t.Fatalf("decoded role %q", m.Role)
-			}
 		}
 	})
 }

@@ -144,9 +144,6 @@ func TestToolErrors(t *testing.T) {
 	}{
 		{"missing messages", "compact_context", map[string]any{}, nil, "messages: required"},
 		{"empty messages", "compact_context", map[string]any{"messages": []any{}}, nil, "messages: must hold 1-1000 messages, got 0"},
-		{"bad role", "compact_context", map[string]any{"messages": []any{map[string]any{"role": "robot", "content": "x"}}}, nil, "messages[0].role: must be one of user, assistant, system, tool"},
-		{"content number", "compact_context", map[string]any{"messages": []any{map[string]any{"role": "user", "content": 5}}}, nil, "messages[0].content: must be a string or an array of content blocks, got a number"},
-		{"bad timestamp", "compact_context", map[string]any{"messages": []any{map[string]any{"role": "user", "content": "x", "timestamp": "yesterday"}}}, nil, "messages[0].timestamp: must be an RFC3339 time"},
 		{"path in conversation", "compact_context", map[string]any{"conversation_id": "../etc", "messages": []any{map[string]any{"role": "user", "content": "x"}}}, nil, "conversation_id: must be 1-128 characters"},
 		{"dotdot conversation", "recall_context", map[string]any{"message": "x", "conversation_id": ".."}, nil, "conversation_id: must be 1-128 characters"},
 		{"wrong type", "recall_context", map[string]any{"message": 42}, nil, "message: must be a string, got number"},

@@ -135,13 +135,15 @@ func TestIngestAllOrNothing(t *testing.T) {
 		sentinel error
 		wantIn   string
 	}{
-		{"bad role", Message{Role: "robot", Content: text("hi")}, ErrInvalid, "messages[1].role"},
+		{"bad role", Message{Role: "robot", Content: text("hi")}, ErrInvalid, `messages[1].role: must be one of user, assistant, system, tool, got "robot"`},
 		{"bad timestamp", Message{Role: "user", Content: text("hi"), Timestamp: "yesterday"}, ErrInvalid, "timestamp"},
 		{"content object", Message{Role: "user", Content: json.RawMessage(`{"a":1}`)}, ErrInvalid, "content"},
 		{"content number", Message{Role: "user", Content: json.RawMessage(`42`)}, ErrInvalid, "content"},
 		{"invalid utf8", Message{Role: "user", Content: json.RawMessage("\"\xff\xfe\"")}, ErrInvalid, "UTF-8"},
 		{"too large", Message{Role: "user", Content: text(strings.Repeat("x", 2000))}, ErrTooLarge, "1000 bytes"},
 		{"block without type", Message{Role: "user", Content: json.RawMessage(`[{"text":"x"}]`)}, ErrInvalid, "type"},
+		{"missing role", Message{Content: text("x")}, ErrInvalid, "messages[1].role: required"},
+		{"tool_calls object", Message{Role: "assistant", ToolCalls: json.RawMessage(`{"id":"x"}`)}, ErrInvalid, "messages[1].tool_calls: must be an array"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -45,24 +46,41 @@ func normalizeBatch(msgs []Message, maxBytes int) ([]turnInput, error) {
 	for i, m := range msgs {
 		t, err := normalizeMessage(m, maxBytes)
 		if err != nil {
-			return nil, fmt.Errorf("messages[%d].%w", i, err)
+			var fe *FieldError
+			if errors.As(err, &fe) {
+				fe.Field = fmt.Sprintf("messages[%d].%s", i, fe.Field)
+			}
+			return nil, err
 		}
 		out = append(out, t)
 	}
 	return out, nil
 }
 
-// fieldError builds "field: problem" errors that wrap a sentinel, so that
-// normalizeBatch can prefix them with the message index.
-func fieldError(sentinel error, field, format string, args ...any) error {
-	return fmt.Errorf("%s: %s: %w", field, fmt.Sprintf(format, args...), sentinel)
+// FieldError is a bad argument: which field, what is wrong with it. It
+// wraps ErrInvalid or ErrTooLarge, and its message is meant for the model
+// or person who sent the request ("messages[2].role: must be one of ...").
+type FieldError struct {
+	Field   string
+	Problem string
+	Kind    error
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Problem }
+func (e *FieldError) Unwrap() error { return e.Kind }
+
+func fieldError(kind error, field, format string, args ...any) error {
+	return &FieldError{Field: field, Problem: fmt.Sprintf(format, args...), Kind: kind}
 }
 
 func normalizeMessage(m Message, maxBytes int) (turnInput, error) {
 	var t turnInput
 	role := strings.TrimSpace(m.Role)
 	if !validRoles[role] {
-		return t, fieldError(ErrInvalid, "role", "must be one of user, assistant, system, tool (got %q)", m.Role)
+		if m.Role == "" {
+			return t, fieldError(ErrInvalid, "role", "required, one of user, assistant, system, tool")
+		}
+		return t, fieldError(ErrInvalid, "role", "must be one of user, assistant, system, tool, got %q", clip(m.Role, 40))
 	}
 	t.Role = role
 	if !utf8.ValidString(m.Name) {
@@ -81,7 +99,7 @@ func normalizeMessage(m Message, maxBytes int) (turnInput, error) {
 	if m.Timestamp != "" {
 		ts, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(m.Timestamp))
 		if err != nil {
-			return t, fieldError(ErrInvalid, "timestamp", "must be RFC 3339, like 2024-05-08T13:56:00Z (got %q)", m.Timestamp)
+			return t, fieldError(ErrInvalid, "timestamp", "must be an RFC3339 time like 2024-05-08T13:56:00Z, got %q", clip(m.Timestamp, 40))
 		}
 		t.Timestamp, t.HasTime = ts.UTC(), true
 	}
@@ -92,7 +110,7 @@ func normalizeMessage(m Message, maxBytes int) (turnInput, error) {
 	if len(bytes.TrimSpace(m.ToolCalls)) > 0 && !bytes.Equal(bytes.TrimSpace(m.ToolCalls), []byte("null")) {
 		var calls []json.RawMessage
 		if err := json.Unmarshal(m.ToolCalls, &calls); err != nil {
-			return t, fieldError(ErrInvalid, "tool_calls", "must be an array of tool call objects")
+			return t, fieldError(ErrInvalid, "tool_calls", "must be an array of tool calls, got %s", jsonKind(m.ToolCalls))
 		}
 		if len(calls) > 0 {
 			t.ToolCalls = compactJSON(m.ToolCalls)
@@ -133,7 +151,7 @@ func contentText(raw json.RawMessage, t *turnInput) (string, error) {
 		for i, b := range blocks {
 			s, err := blockText(b, t)
 			if err != nil {
-				return "", fmt.Errorf("block %d %v", i, err)
+				return "", fmt.Errorf("block %d %w", i, err)
 			}
 			if s != "" {
 				parts = append(parts, s)
@@ -141,7 +159,7 @@ func contentText(raw json.RawMessage, t *turnInput) (string, error) {
 		}
 		return strings.Join(parts, "\n"), nil
 	default:
-		return "", fmt.Errorf("must be a string or an array of content blocks (got %s)", jsonKind(raw))
+		return "", fmt.Errorf("must be a string or an array of content blocks, got %s", jsonKind(raw))
 	}
 }
 

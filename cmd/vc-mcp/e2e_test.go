@@ -541,6 +541,11 @@ func TestBadInput(t *testing.T) {
 		{"absurd max_tokens", "recall_context", map[string]any{"message": "x", "max_tokens": 99999999}, "max_tokens: must be between 100 and 32000"},
 		{"negative max_results", "find_quote", map[string]any{"query": "x", "max_results": -1}, "max_results: must be between 1 and 50"},
 		{"bad since", "find_quote", map[string]any{"query": "x", "since": "tuesday"}, "since: must be an RFC3339 time"},
+		{"bad role", "compact_context", map[string]any{"messages": []any{map[string]any{"role": "robot", "content": "x"}}}, "messages[0].role: must be one of user, assistant, system, tool"},
+		{"missing role", "compact_context", map[string]any{"messages": []any{msg("user", "fine"), map[string]any{"content": "x"}}}, "messages[1].role: required"},
+		{"content number", "compact_context", map[string]any{"messages": []any{map[string]any{"role": "user", "content": 5}}}, "messages[0].content: must be a string or an array of content blocks, got a number"},
+		{"tool_calls object", "compact_context", map[string]any{"messages": []any{map[string]any{"role": "assistant", "tool_calls": map[string]any{"id": "x"}}}}, "messages[0].tool_calls: must be an array"},
+		{"bad timestamp", "compact_context", map[string]any{"messages": []any{map[string]any{"role": "user", "content": "x", "timestamp": "yesterday"}}}, "messages[0].timestamp: must be an RFC3339 time"},
 		{"message over the limit", "compact_context", map[string]any{"messages": []any{msg("user", strings.Repeat("big ", 2000))}}, "4096"},
 	}
 	for _, tt := range tests {
