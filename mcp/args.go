@@ -30,7 +30,6 @@ const (
 	maxTagLen            = 200
 )
 
-
 // CompactArgs are compact_context's arguments.
 type CompactArgs struct {
 	ConversationID string `json:"conversation_id,omitempty" jsonschema:"Memory space: one chat or one project you keep coming back to. 1-128 characters of [A-Za-z0-9._:-]. Omit for the default space. Keep using the same id for the same chat or project."`
