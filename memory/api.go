@@ -211,6 +211,25 @@ type RecallResult struct {
 	Breakdown TokenBreakdown `json:"breakdown"`
 	// Signals lists which ranking signals took part ("tags", "bm25", "dense", "time", "speaker", "recency").
 	Signals []string `json:"signals"`
+	// Included says why each item is in the context (request transparency).
+	Included []Inclusion `json:"included"`
+}
+
+// Include modes, after how an item enters a context: pinned ("always":
+// standing rules), paged in by the model ("manual": topics it expanded),
+// or chosen for this message by relevance ("agent").
+const (
+	IncludeAlways = "always"
+	IncludeManual = "manual"
+	IncludeAgent  = "agent"
+)
+
+// Inclusion is one item of an assembled context and why it is there.
+type Inclusion struct {
+	ID   string `json:"id"`   // turn id ("t12"), segment id ("s3") or tag
+	Kind string `json:"kind"` // "rule", "turn", "segment" or "tag"
+	Mode string `json:"mode"` // IncludeAlways, IncludeManual or IncludeAgent
+	Tag  string `json:"tag,omitempty"`
 }
 
 // SummaryRef names a summary used in an assembly.

@@ -15,6 +15,7 @@ type assembly struct {
 	turnIDs   []string
 	summaries []SummaryRef
 	breakdown TokenBreakdown
+	included  []Inclusion
 }
 
 // pick is one turn chosen for an assembly.
@@ -23,6 +24,7 @@ type pick struct {
 	seq  int
 	text string // rendered line
 	cost int
+	mode string // include mode
 }
 
 // summaryPick is one summary chosen for an assembly.
@@ -81,6 +83,30 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 	// Costs are estimated from counts made once (each turn's content at
 	// ingest, each speaker's prefix once) and the whole is counted exactly
 	// at the end.
+	// Standing rules are pinned: the newest first, within a sixth of the budget.
+	var rules []pick
+	ruleUsed := 0
+	for _, c := range convs {
+		for i := len(c.rules) - 1; i >= 0; i-- {
+			t := c.turn(c.rules[i])
+			cost := t.Tokens + s.prefixTokens(t) + 1
+			if ruleUsed+cost > budget/ruleShare {
+				continue
+			}
+			rec, err := c.log.read(t.Start, t.End)
+			if err != nil {
+				continue
+			}
+			used += cost
+			ruleUsed += cost
+			rules = append(rules, pick{c: c, seq: t.Seq, text: turnPrefix(c, t, multi) + oneLine(rec.Content), cost: cost, mode: IncludeAlways})
+		}
+	}
+	pinned := map[string]bool{}
+	for _, r := range rules {
+		pinned[r.c.id+"#"+turnID(r.seq)] = true
+	}
+
 	sessions := map[string]bool{}
 	var picks []pick
 	taken := map[*candidate]bool{}
@@ -90,7 +116,7 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 			if used >= budget-4 {
 				break
 			}
-			if taken[cd] {
+			if taken[cd] || pinned[cd.c.id+"#"+turnID(cd.seq)] {
 				continue
 			}
 			t := cd.c.turn(cd.seq)
@@ -113,7 +139,7 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 			sessions[sk] = true
 			used += cost + hcost
 			a.breakdown.Headers += hcost
-			picks = append(picks, pick{c: cd.c, seq: cd.seq, text: turnPrefix(cd.c, t, multi) + oneLine(rec.Content), cost: cost})
+			picks = append(picks, pick{c: cd.c, seq: cd.seq, text: turnPrefix(cd.c, t, multi) + oneLine(rec.Content), cost: cost, mode: includeMode(cd.c, t)})
 		}
 	}
 	pack()
@@ -129,7 +155,7 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 		used += s.tok.Count(hint) + 1
 	}
 
-	text := render(header, picks, chosenSums, hint, q.Broad, multi)
+	text := render(header, rules, picks, chosenSums, hint, q.Broad, multi)
 	// The estimates are upper bounds; with the exact count in hand, what is
 	// left is filled with the next best turns.
 	if n := s.tok.Count(text); budget-n > 16 && hint == "" {
@@ -137,7 +163,7 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 		before := len(picks)
 		pack()
 		if len(picks) > before {
-			text = render(header, picks, chosenSums, hint, q.Broad, multi)
+			text = render(header, rules, picks, chosenSums, hint, q.Broad, multi)
 		}
 	}
 	// Check the whole exactly; if over, drop the weakest parts worth the
@@ -155,29 +181,41 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 			}
 		case len(chosenSums) > 0:
 			chosenSums = chosenSums[:len(chosenSums)-1]
+		case len(rules) > 0:
+			rules = rules[:len(rules)-1]
 		default:
 			text = s.tok.Truncate(text, budget)
 			continue
 		}
-		text = render(header, picks, chosenSums, hint, q.Broad, multi)
+		text = render(header, rules, picks, chosenSums, hint, q.Broad, multi)
 	}
 	a.text, a.tokens = text, s.tok.Count(text)
 	a.breakdown.Turns = 0
-	for _, p := range picks {
+	for _, p := range append(rules, picks...) {
 		a.breakdown.Turns += p.cost
 	}
 	a.turnIDs = make([]string, 0, len(picks))
 	sort.SliceStable(picks, func(i, j int) bool { return pickLess(picks[i], picks[j]) })
 	for _, p := range picks {
-		id := turnID(p.seq)
-		if multi {
-			id = p.c.id + "/" + id
-		}
-		a.turnIDs = append(a.turnIDs, id)
+		a.turnIDs = append(a.turnIDs, itemID(p.c, p.seq, multi))
 	}
 	a.summaries = make([]SummaryRef, 0, len(chosenSums))
 	for _, sp := range chosenSums {
 		a.summaries = append(a.summaries, sp.ref)
+	}
+	a.included = make([]Inclusion, 0, len(rules)+len(picks)+len(chosenSums))
+	for _, r := range rules {
+		a.included = append(a.included, Inclusion{ID: itemID(r.c, r.seq, multi), Kind: "rule", Mode: IncludeAlways})
+	}
+	for _, p := range picks {
+		a.included = append(a.included, Inclusion{ID: itemID(p.c, p.seq, multi), Kind: "turn", Mode: p.mode, Tag: p.c.turn(p.seq).primary()})
+	}
+	for _, sp := range chosenSums {
+		mode := IncludeAgent
+		if w, ok := convByID(convs, sp.ref.ConversationID).working[sp.ref.Tag]; ok && w.Depth != DepthNone {
+			mode = IncludeManual
+		}
+		a.included = append(a.included, Inclusion{ID: sp.ref.ID, Kind: sp.ref.Kind, Mode: mode, Tag: sp.ref.Tag})
 	}
 	if hint != "" {
 		a.breakdown.TopicHint = s.tok.Count(hint)
@@ -194,9 +232,16 @@ func pickLess(a, b pick) bool {
 
 // render lays the assembly out: turns grouped by session in time order, then
 // summaries (or summaries first for broad queries), then the topic hint.
-func render(header string, picks []pick, sums []summaryPick, hint string, broad, multi bool) string {
+func render(header string, rules, picks []pick, sums []summaryPick, hint string, broad, multi bool) string {
 	var b strings.Builder
 	b.WriteString(header)
+	if len(rules) > 0 {
+		b.WriteString("## Standing rules (always included)\n")
+		for _, r := range rules {
+			b.WriteString(r.text)
+			b.WriteByte('\n')
+		}
+	}
 	writeSums := func() {
 		if len(sums) == 0 {
 			return
@@ -435,3 +480,33 @@ func (s *Store) prefixTokens(t *turnMeta) int {
 // punctuation) average well over 2.5 bytes per token. Assemblies are
 // counted exactly at the end, so an estimate can only cost a little slack.
 func estimateTokens(s string) int { return (len(s)*2)/5 + 2 }
+
+// ruleShare: standing rules may take 1/ruleShare of a budget.
+const ruleShare = 6
+
+func itemID(c *conv, seq int, multi bool) string {
+	if multi {
+		return c.id + "/" + turnID(seq)
+	}
+	return turnID(seq)
+}
+
+// includeMode says why a ranked turn is in a context: it belongs to a topic
+// the model paged in, or it was chosen for the message.
+func includeMode(c *conv, t *turnMeta) string {
+	for _, tag := range t.Tags {
+		if w, ok := c.working[tag]; ok && (w.Depth == DepthFull || w.Depth == DepthSegments) {
+			return IncludeManual
+		}
+	}
+	return IncludeAgent
+}
+
+func convByID(convs []*conv, id string) *conv {
+	for _, c := range convs {
+		if c.id == id {
+			return c
+		}
+	}
+	return convs[0]
+}

@@ -514,3 +514,49 @@ func TestRegenerateSummaries(t *testing.T) {
 		t.Fatalf("unknown tag: %v, want ErrNotFound", err)
 	}
 }
+
+func TestStandingRulesArePinned(t *testing.T) {
+	s := openTest(t, Options{})
+	msgs := append([]Message{msg("user", "Ana", "From now on, always answer in British English.", t0)}, chat(60, t0.Add(time.Hour))...)
+	ingest(t, s, "c", msgs)
+	r, err := s.Recall(context.Background(), RecallRequest{ConversationID: "c", Message: "what is the GOMAXPROCS bug?", MaxTokens: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.Text, "## Standing rules (always included)\n[t1] Ana: From now on, always answer in British English.") {
+		t.Fatalf("standing rule not pinned:\n%s", r.Text)
+	}
+	modes := map[string]int{}
+	for _, in := range r.Included {
+		modes[in.Kind+"/"+in.Mode]++
+	}
+	if modes["rule/always"] != 1 || modes["turn/agent"] == 0 {
+		t.Fatalf("inclusions %v, want one pinned rule and relevance-chosen turns", modes)
+	}
+	// A topic the model paged in marks its turns "manual".
+	st, _ := s.Status(context.Background(), "c")
+	var tag string
+	for _, ts := range st.Tags {
+		if strings.Contains(ts.Tag, "gomaxprocs") || strings.Contains(ts.Tag, "scheduler") {
+			tag = ts.Tag
+			break
+		}
+	}
+	if tag == "" {
+		t.Skipf("no scheduler tag among %v", st.Tags)
+	}
+	if _, err := s.Expand(context.Background(), ExpandRequest{ConversationID: "c", Tag: tag, Depth: DepthFull}); err != nil {
+		t.Fatal(err)
+	}
+	r, err = s.Recall(context.Background(), RecallRequest{ConversationID: "c", Message: "what is the GOMAXPROCS bug?", MaxTokens: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manual := false
+	for _, in := range r.Included {
+		manual = manual || in.Mode == IncludeManual
+	}
+	if !manual {
+		t.Fatalf("after expand_topic %s, no inclusion is manual: %+v", tag, r.Included)
+	}
+}

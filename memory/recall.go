@@ -50,7 +50,7 @@ type candidate struct {
 // Recall assembles the context that matters for a message, inside a strict
 // cl100k token budget (recall_context). It is read-only.
 func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, error) {
-	res := RecallResult{MatchedTags: []string{}, TurnIDs: []string{}, Summaries: []SummaryRef{}, Signals: []string{}}
+	res := RecallResult{MatchedTags: []string{}, TurnIDs: []string{}, Summaries: []SummaryRef{}, Signals: []string{}, Included: []Inclusion{}}
 	msg := strings.TrimSpace(req.Message)
 	if msg == "" {
 		return res, fmt.Errorf("%w: message must not be empty", ErrInvalid)
@@ -86,7 +86,7 @@ func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, er
 	res.MatchedTags, res.Signals = matched, signals
 	a := s.assemble(convs, ranked, matched, q, budget, len(convs) > 1)
 	res.Text, res.Tokens = a.text, a.tokens
-	res.TurnIDs, res.Summaries, res.Breakdown = a.turnIDs, a.summaries, a.breakdown
+	res.TurnIDs, res.Summaries, res.Breakdown, res.Included = a.turnIDs, a.summaries, a.breakdown, a.included
 	res.Breakdown.Budget = budget
 	return res, nil
 }

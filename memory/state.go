@@ -142,6 +142,7 @@ type conv struct {
 	tagSums  map[string]*tagSummaryRec
 	working  map[string]WorkingEntry
 	speakers map[string]int // lowercased name -> turns
+	rules    []int          // seqs of standing-rule turns ("from now on ..."), ascending
 	// tagWords holds each tag's (and related term's) analysed words, and
 	// wordTags the reverse, so a query finds its tags without a scan.
 	tagWords map[string][]string
@@ -193,6 +194,11 @@ func (c *conv) addTurn(t turnMeta) {
 	}
 	if t.Name != "" {
 		c.speakers[strings.ToLower(t.Name)]++
+	}
+	// Standing instructions come from the user (or the system prompt); an
+	// assistant saying "never give up" is not one.
+	if t.Rule && (t.Role == "user" || t.Role == "system") {
+		c.rules = append(c.rules, t.Seq)
 	}
 }
 

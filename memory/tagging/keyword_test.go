@@ -173,6 +173,33 @@ func TestKeywordTag(t *testing.T) {
 			in:         Input{Text: "I never liked sushi, but my sister always orders it."},
 			wantSource: "keyword",
 		},
+		{
+			name:       "not a rule: a plan for the future",
+			in:         Input{Text: "In the future I want to open my own dance studio downtown."},
+			wantSource: "keyword",
+		},
+		{
+			name:       "not a rule: sentence-initial never",
+			in:         Input{Text: "Never thought I'd see a meteor shower that bright over the lake!"},
+			wantSource: "keyword",
+		},
+		{
+			name:       "not a rule: encouragement",
+			in:         Input{Text: "You got this. Never give up, and don't ever forget who is cheering for you!"},
+			wantSource: "keyword",
+		},
+		{
+			name:       "rule: going forward with an instruction",
+			in:         Input{Text: "Going forward, please use metric units in every recipe."},
+			rule:       true,
+			wantSource: "keyword",
+		},
+		{
+			name:       "rule: please always",
+			in:         Input{Text: "Please always cite the ticket number in commit messages."},
+			rule:       true,
+			wantSource: "keyword",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -241,26 +241,31 @@ func mentionsAgo(toks []token) bool {
 	return hasAnywhere(toks, "the", "other", "day")
 }
 
-// detectRule finds an explicit standing instruction: "always ...",
-// "never ...", "from now on ...", "don't ever ...".
+// detectRule finds an explicit standing instruction: "from now on ...",
+// "always answer in ...", "please never ...", "don't ever ...". Casual
+// speech is full of "always" and "never" ("I always loved painting",
+// "never thought I'd ...", "in the future I want a studio"), so those count
+// only when they open an instruction.
 func detectRule(toks []token) bool {
 	for i := range toks {
-		if toks[i].lex&tRule == 0 {
+		if toks[i].lex&tRule == 0 || encouragement(toks, i) {
 			continue
 		}
 		w := toks[i].low
 		switch {
-		case has(toks, i, "from", "now", "on"), has(toks, i, "going", "forward"),
-			has(toks, i, "from", "here", "on|onwards"), has(toks, i, "in", "the", "future"),
-			has(toks, i, "in", "future"), has(toks, i, "for", "future", "reference"),
-			w == "henceforth",
-			has(toks, i, "don't|dont", "ever"), has(toks, i, "do", "not", "ever"), has(toks, i, "never", "ever"):
+		case has(toks, i, "from", "now", "on"), has(toks, i, "from", "here", "on|onwards"),
+			w == "henceforth", has(toks, i, "for", "future", "reference"),
+			has(toks, i, "don't|dont", "ever"), has(toks, i, "do", "not", "ever"):
 			return true
+		case has(toks, i, "going", "forward"), has(toks, i, "in", "the", "future"), has(toks, i, "in", "future"):
+			if instructionFollows(toks, i+2) {
+				return true
+			}
 		case w == "always" || w == "never":
 			if has(toks, i, "never", "mind") {
 				continue
 			}
-			if startOfInstruction(toks, i) {
+			if requestedBefore(toks, i) || startOfInstruction(toks, i) && i+1 < len(toks) && alt(toks[i+1].low, instructionVerbs) {
 				return true
 			}
 		}
@@ -268,14 +273,41 @@ func detectRule(toks []token) bool {
 	return false
 }
 
-// startOfInstruction reports whether the word at i opens an instruction:
-// it starts its sentence (after "please", "and", "also"...), or follows
-// "you should", "please", "remember to", "make sure to".
+// encouragement reports idioms that look like instructions but cheer
+// someone on: "never give up", "never say never", "don't ever quit".
+func encouragement(toks []token, i int) bool {
+	return has(toks, i, "never", "give|stop|quit|change|say", "up|never") || has(toks, i, "never", "stop|quit|change") ||
+		has(toks, i, "don't|dont", "ever", "give|stop|quit|change|forget|doubt|lose") ||
+		has(toks, i, "do", "not", "ever", "give|stop|quit|change|forget|doubt|lose")
+}
+
+// instructionVerbs are verbs an instruction to an assistant opens with.
+const instructionVerbs = "use|answer|respond|reply|write|say|call|include|mention|add|put|keep|remind|check|ask|format|prefer|start|end|show|give|explain|run|test|commit|push|deploy|cite|refer|address|spell|speak|talk|sign|make|do|be|return|list|wrap|capitalize|label|tag|store|save|log|send|let|tell|greet|use|avoid|summarize|summarise|translate|double-check|confirm|follow|treat|assume|quote|link|sort"
+
+// instructionFollows reports whether an instruction starts within a few
+// words after i ("going forward, please ...", "in the future, always ...").
+func instructionFollows(toks []token, i int) bool {
+	for j := i; j < len(toks) && j < i+4; j++ {
+		if alt(toks[j].low, "please|always|never|don't|dont|remember|use|you|make") {
+			return true
+		}
+	}
+	return false
+}
+
+// requestedBefore reports whether always/never at i is asked for: "please
+// always", "remember to never", "make sure to always", "be sure to always".
+func requestedBefore(toks []token, i int) bool {
+	return i >= 1 && toks[i-1].low == "please" ||
+		i >= 2 && toks[i-1].low == "to" && alt(toks[i-2].low, "remember|sure|need|want")
+}
+
+// startOfInstruction reports whether the word at i starts its sentence,
+// possibly after a few softeners ("ok, and always ...", "also never ...").
 func startOfInstruction(toks []token, i int) bool {
 	j := i
 	for j > 0 && !toks[j].sentStart {
-		p := toks[j-1].low
-		if alt(p, "please|and|also|so|but|ok|okay|just|remember|note|then|you|should|must|will|to|sure|make|be|need|always") {
+		if alt(toks[j-1].low, "please|and|also|so|but|ok|okay|just|then") {
 			j--
 			continue
 		}
