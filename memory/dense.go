@@ -333,9 +333,11 @@ func denseScores(c *conv, q []float32, limit int) (seqs []int, sims []float32, c
 	return seqs, best, zConfidence(float64(best[0]), sum, sumSq, n)
 }
 
-// zConfidence maps the z-score of the best similarity among n to [0,1]:
-// about 2-3 standard deviations is what the best of a few hundred random
-// draws reaches, 4.5 and more is a match that stands out.
+// zConfidence maps the z-score of the best similarity among n to [0,1]. The
+// best of n draws that mean nothing stands about sqrt(2 ln n) standard
+// deviations above the mean (3.5 for 500 turns, 4.8 for 100,000), so only
+// a best match clearly beyond that counts: a model that cannot tell turns
+// apart gets no say, a real match (z of 6 and more) gets full weight.
 func zConfidence(best, sum, sumSq float64, n int) float64 {
 	if n < 8 {
 		return 0
@@ -346,7 +348,8 @@ func zConfidence(best, sum, sumSq float64, n int) float64 {
 		return 0
 	}
 	z := (best - mean) / std
-	return math.Max(0, math.Min(1, (z-2.5)/2))
+	chance := math.Sqrt(2 * math.Log(float64(n)))
+	return math.Max(0, math.Min(1, (z-chance-0.5)/1.5))
 }
 
 func dot(a, b []float32) float32 {
