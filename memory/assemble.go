@@ -494,10 +494,8 @@ func itemID(c *conv, seq int, multi bool) string {
 // includeMode says why a ranked turn is in a context: it belongs to a topic
 // the model paged in, or it was chosen for the message.
 func includeMode(c *conv, t *turnMeta) string {
-	for _, tag := range t.Tags {
-		if w, ok := c.working[tag]; ok && (w.Depth == DepthFull || w.Depth == DepthSegments) {
-			return IncludeManual
-		}
+	if c.pagedIn(t) {
+		return IncludeManual
 	}
 	return IncludeAgent
 }

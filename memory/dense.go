@@ -65,6 +65,22 @@ func (s *Store) embedderReady() bool {
 	return true
 }
 
+// queryVector embeds a query when a model is ready, and returns nil
+// (lexical signals only) when none is or it fails.
+func (s *Store) queryVector(ctx context.Context, text string) []float32 {
+	if !s.embedderReady() {
+		return nil
+	}
+	qv, err := s.opts.Embedder.Embed(ctx, []string{clip(text, embedMaxChars)})
+	if err != nil || len(qv) != 1 || len(qv[0]) == 0 {
+		if err != nil {
+			s.log.Warn("query embedding failed; lexical signals only", "err", err)
+		}
+		return nil
+	}
+	return qv[0]
+}
+
 // embedLoop embeds turns that have no vector yet, conversation by
 // conversation, until ctx ends. kick wakes it after an ingest.
 func (s *Store) embedLoop(ctx context.Context) {

@@ -34,19 +34,6 @@ func ValidateConversationID(id string) error {
 // turnID renders a turn's id within its conversation: "t" + sequence number.
 func turnID(seq int) string { return "t" + strconv.Itoa(seq) }
 
-// parseTurnID accepts "t12", "12" and "conv/t12" (returning conv too).
-func parseTurnID(s string) (conv string, seq int, ok bool) {
-	if i := strings.LastIndexByte(s, '/'); i >= 0 {
-		conv, s = s[:i], s[i+1:]
-	}
-	s = strings.TrimPrefix(s, "t")
-	n, err := strconv.Atoi(s)
-	if err != nil || n <= 0 {
-		return "", 0, false
-	}
-	return conv, n, true
-}
-
 // fileName maps a conversation id to a file name. Ids are validated, but ':'
 // is not allowed in Windows file names, so it is escaped.
 func fileName(conv string) string {

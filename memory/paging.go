@@ -280,3 +280,14 @@ func (s *Store) lockTopic(ctx context.Context, convID, name string) (c *conv, ta
 	}
 	return c, tag, c.mu.Unlock, nil
 }
+
+// pagedIn reports whether a turn belongs to a topic the model expanded
+// (expand_topic) and has not collapsed. c.mu is held.
+func (c *conv) pagedIn(t *turnMeta) bool {
+	for _, tag := range t.Tags {
+		if w, ok := c.working[tag]; ok && (w.Depth == DepthFull || w.Depth == DepthSegments) {
+			return true
+		}
+	}
+	return false
+}

@@ -102,9 +102,9 @@ const semanticQuoteMin = 0.35
 // the model is confident in them, honouring the same filters. The
 // conversations' read locks are held.
 func (s *Store) semanticQuotes(ctx context.Context, convs []*conv, query string, req FindQuoteRequest, n int, have []Quote) ([]Quote, error) {
-	qv, err := s.opts.Embedder.Embed(ctx, []string{clip(query, embedMaxChars)})
-	if err != nil || len(qv) != 1 {
-		return nil, err
+	qv := s.queryVector(ctx, query)
+	if qv == nil {
+		return nil, nil
 	}
 	seen := map[string]bool{}
 	for _, q := range have {
@@ -112,7 +112,7 @@ func (s *Store) semanticQuotes(ctx context.Context, convs []*conv, query string,
 	}
 	var out []Quote
 	for _, c := range convs {
-		seqs, sims, conf := denseScores(c, qv[0], 4*n+8)
+		seqs, sims, conf := denseScores(c, qv, 4*n+8)
 		if conf <= 0 {
 			continue
 		}

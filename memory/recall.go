@@ -74,12 +74,14 @@ func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, er
 		res.Tokens = s.tok.Count(res.Text)
 		return res, nil
 	}
+	// Embed the query before taking any lock: a model takes milliseconds.
+	qvec := s.queryVector(ctx, msg)
 	for _, c := range convs {
 		c.mu.RLock()
 		defer c.mu.RUnlock()
 	}
 
-	ranked, matched, signals, err := s.rank(ctx, convs, msg, q, candidateDepth(budget))
+	ranked, matched, signals, err := s.rank(ctx, convs, msg, qvec, q, candidateDepth(budget))
 	if err != nil {
 		return res, err
 	}
@@ -155,7 +157,7 @@ func (s *Store) scopeConvs(ctx context.Context, id string, scope Scope) ([]*conv
 // rank scores past turns for a query by fusing ranked lists (reciprocal rank
 // fusion): BM25 over the original turns, tag overlap weighted by IDF,
 // time, speaker and recency. The conversations' read locks are held.
-func (s *Store) rank(ctx context.Context, convs []*conv, msg string, q tagging.Query, depth int) ([]candidate, []string, []string, error) {
+func (s *Store) rank(ctx context.Context, convs []*conv, msg string, qvec []float32, q tagging.Query, depth int) ([]candidate, []string, []string, error) {
 	byID := map[string]*conv{}
 	ids := make([]string, len(convs))
 	for i, c := range convs {
@@ -188,16 +190,6 @@ func (s *Store) rank(ctx context.Context, convs []*conv, msg string, q tagging.Q
 		signals = append(signals, "bm25")
 	}
 	add(lex, weights.Lexical)
-
-	// The query's vector, when a model is ready (dense and semantic tags).
-	var qvec []float32
-	if s.embedderReady() {
-		if qv, err := s.opts.Embedder.Embed(ctx, []string{clip(msg, embedMaxChars)}); err == nil && len(qv) == 1 {
-			qvec = qv[0]
-		} else if err != nil {
-			s.log.Warn("query embedding failed; lexical recall only", "err", err)
-		}
-	}
 
 	// 2. Tag overlap, weighted by IDF (rare tags weigh more; related at half;
 	// tags close in meaning by their confidence).
@@ -339,11 +331,8 @@ func (s *Store) rank(ctx context.Context, convs []*conv, msg string, q tagging.Q
 		if speakers[strings.ToLower(t.Name)] {
 			v *= weights.Speaker
 		}
-		for _, tag := range t.Tags {
-			if w, ok := k.c.working[tag]; ok && (w.Depth == DepthFull || w.Depth == DepthSegments) {
-				v *= weights.Working
-				break
-			}
+		if k.c.pagedIn(t) {
+			v *= weights.Working
 		}
 		out = append(out, candidate{c: k.c, seq: k.seq, score: v})
 	}
@@ -408,18 +397,21 @@ func (c *conv) queryTags(terms []string) []queryTag {
 		set[t] = true
 	}
 	weights := map[string]float64{}
+	seen := map[string]bool{}
 	for w := range set {
 		for _, cand := range c.wordTags[w] {
-			if _, done := weights[cand]; done || !allIn(c.tagWords[cand], set) {
+			if seen[cand] {
+				continue
+			}
+			seen[cand] = true
+			if !allIn(c.tagWords[cand], set) {
 				continue
 			}
 			if c.vocab[cand] > 0 && cand != tagging.General {
 				weights[cand] = 1
 			}
-			for tag, rel := range c.related {
-				if rel[cand] > 0 && weights[tag] == 0 {
-					weights[tag] = 0.5
-				}
+			for _, tag := range c.relatedBy[cand] {
+				weights[tag] = max(weights[tag], 0.5)
 			}
 		}
 	}

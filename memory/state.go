@@ -130,19 +130,19 @@ type conv struct {
 	mu        sync.RWMutex
 	compactMu sync.Mutex
 
-	id       string
-	log      *masterLog
-	meta     convMeta
-	turns    []turnMeta // turns[seq-1]
-	hashes   map[string]int
-	vocab    map[string]int   // tag -> turns carrying it
-	tagSeqs  map[string][]int // tag -> seqs, ascending
-	related  map[string]map[string]int
-	segs     []*segmentRec // segs[id-1]
-	tagSums  map[string]*tagSummaryRec
-	working  map[string]WorkingEntry
-	speakers map[string]int // lowercased name -> turns
-	rules    []int          // seqs of standing-rule turns ("from now on ..."), ascending
+	id        string
+	log       *masterLog
+	meta      convMeta
+	turns     []turnMeta // turns[seq-1]
+	hashes    map[string]int
+	vocab     map[string]int      // tag -> turns carrying it
+	tagSeqs   map[string][]int    // tag -> seqs, ascending
+	relatedBy map[string][]string // related term -> tags that name it
+	segs      []*segmentRec       // segs[id-1]
+	tagSums   map[string]*tagSummaryRec
+	working   map[string]WorkingEntry
+	speakers  map[string]int // lowercased name -> turns
+	rules     []int          // seqs of standing-rule turns ("from now on ..."), ascending
 	// tagWords holds each tag's (and related term's) analysed words, and
 	// wordTags the reverse, so a query finds its tags without a scan.
 	tagWords map[string][]string
@@ -161,7 +161,7 @@ type conv struct {
 func newConv(id string) *conv {
 	return &conv{
 		id: id, hashes: map[string]int{}, vocab: map[string]int{}, tagSeqs: map[string][]int{},
-		related: map[string]map[string]int{}, tagSums: map[string]*tagSummaryRec{},
+		relatedBy: map[string][]string{}, tagSums: map[string]*tagSummaryRec{},
 		working: map[string]WorkingEntry{}, speakers: map[string]int{},
 		tagWords: map[string][]string{}, wordTags: map[string][]string{},
 	}
@@ -184,12 +184,9 @@ func (c *conv) addTurn(t turnMeta) {
 		c.tagSeqs[tag] = append(c.tagSeqs[tag], t.Seq)
 		for _, r := range t.Related {
 			c.learnWords(r)
-			m := c.related[tag]
-			if m == nil {
-				m = map[string]int{}
-				c.related[tag] = m
+			if !contains(c.relatedBy[r], tag) {
+				c.relatedBy[r] = append(c.relatedBy[r], tag)
 			}
-			m[r]++
 		}
 	}
 	if t.Name != "" {
