@@ -49,33 +49,33 @@ func reportLatency(b *testing.B, ms []float64) {
 func BenchmarkRecall(b *testing.B) {
 	s, syn := filledStore(b, 10000)
 	queries, _ := syn.Queries(200)
-	ctx := context.Background()
-	var ms []float64
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		start := time.Now()
-		if _, err := s.Recall(ctx, memory.RecallRequest{Message: queries[i%len(queries)], MaxTokens: 2000}); err != nil {
-			b.Fatalf("Recall: %v", err)
-		}
-		ms = append(ms, msSince(start))
-		i++
-	}
-	reportLatency(b, ms)
+	timeQueries(b, queries, func(ctx context.Context, q string) error {
+		_, err := s.Recall(ctx, memory.RecallRequest{Message: q, MaxTokens: 2000})
+		return err
+	})
 }
 
 // BenchmarkFindQuote times find_quote with 10,000 turns stored.
 func BenchmarkFindQuote(b *testing.B) {
 	s, syn := filledStore(b, 10000)
 	_, queries := syn.Queries(200)
+	timeQueries(b, queries, func(ctx context.Context, q string) error {
+		_, err := s.FindQuote(ctx, memory.FindQuoteRequest{Query: q, MaxResults: 5})
+		return err
+	})
+}
+
+// timeQueries runs fn over the queries in turn, one per iteration, and
+// reports latency percentiles.
+func timeQueries(b *testing.B, queries []string, fn func(context.Context, string) error) {
 	ctx := context.Background()
 	var ms []float64
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
 		start := time.Now()
-		if _, err := s.FindQuote(ctx, memory.FindQuoteRequest{Query: queries[i%len(queries)], MaxResults: 5}); err != nil {
-			b.Fatalf("FindQuote: %v", err)
+		if err := fn(ctx, queries[i%len(queries)]); err != nil {
+			b.Fatalf("query %q: %v", queries[i%len(queries)], err)
 		}
 		ms = append(ms, msSince(start))
 		i++
