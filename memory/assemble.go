@@ -29,6 +29,7 @@ type pick struct {
 
 // summaryPick is one summary chosen for an assembly.
 type summaryPick struct {
+	c    *conv
 	ref  SummaryRef
 	text string
 	cost int
@@ -212,7 +213,7 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 	}
 	for _, sp := range chosenSums {
 		mode := IncludeAgent
-		if w, ok := convByID(convs, sp.ref.ConversationID).working[sp.ref.Tag]; ok && w.Depth != DepthNone {
+		if w, ok := sp.c.working[sp.ref.Tag]; ok && w.Depth != DepthNone {
 			mode = IncludeManual
 		}
 		a.included = append(a.included, Inclusion{ID: sp.ref.ID, Kind: sp.ref.Kind, Mode: mode, Tag: sp.ref.Tag})
@@ -324,7 +325,7 @@ func (s *Store) topicSummaries(convs []*conv, matched []string, ranked []candida
 			if ts, ok := c.tagSums[tag]; ok && !seenTag[c.id+"#"+tag] {
 				seenTag[c.id+"#"+tag] = true
 				head := "### " + tag
-				out = append(out, summaryPick{ref: SummaryRef{Kind: "tag", ID: tag, Tag: tag, ConversationID: c.id, Tokens: ts.Tokens},
+				out = append(out, summaryPick{c: c, ref: SummaryRef{Kind: "tag", ID: tag, Tag: tag, ConversationID: c.id, Tokens: ts.Tokens},
 					text: head + "\n" + ts.Summary, cost: estimateTokens(head) + ts.Tokens + 2})
 			}
 		}
@@ -344,7 +345,7 @@ func (s *Store) topicSummaries(convs []*conv, matched []string, ranked []candida
 			}
 			seenSeg[k] = true
 			head := fmt.Sprintf("### %s (turns %s-%s, %s)", sg.Primary, turnID(sg.First), turnID(sg.Last), sg.Start.Format("2 Jan 2006"))
-			out = append(out, summaryPick{ref: SummaryRef{Kind: "segment", ID: fmt.Sprintf("s%d", sg.ID), Tag: sg.Primary, ConversationID: c.id, Tokens: sg.SummaryTokens},
+			out = append(out, summaryPick{c: c, ref: SummaryRef{Kind: "segment", ID: fmt.Sprintf("s%d", sg.ID), Tag: sg.Primary, ConversationID: c.id, Tokens: sg.SummaryTokens},
 				text: head + "\n" + sg.Summary, cost: estimateTokens(head) + sg.SummaryTokens + 2})
 		}
 	}
@@ -360,7 +361,7 @@ func (s *Store) overview(convs []*conv, budget int) []summaryPick {
 		for _, tag := range coverOrder(c) {
 			if ts, ok := c.tagSums[tag]; ok {
 				head := fmt.Sprintf("### %s (%d turns)", tag, c.vocab[tag])
-				out = append(out, summaryPick{ref: SummaryRef{Kind: "tag", ID: tag, Tag: tag, ConversationID: c.id, Tokens: ts.Tokens},
+				out = append(out, summaryPick{c: c, ref: SummaryRef{Kind: "tag", ID: tag, Tag: tag, ConversationID: c.id, Tokens: ts.Tokens},
 					text: head + "\n" + ts.Summary, cost: estimateTokens(head) + ts.Tokens + 2})
 			}
 		}
@@ -498,13 +499,4 @@ func includeMode(c *conv, t *turnMeta) string {
 		return IncludeManual
 	}
 	return IncludeAgent
-}
-
-func convByID(convs []*conv, id string) *conv {
-	for _, c := range convs {
-		if c.id == id {
-			return c
-		}
-	}
-	return convs[0]
 }
