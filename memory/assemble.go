@@ -49,7 +49,7 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 	// Summaries first for broad queries, after the turns otherwise.
 	var sums []summaryPick
 	if q.Broad {
-		sums = s.overview(convs, budget*2/3-used)
+		sums = s.overview(convs)
 	} else {
 		sums = s.topicSummaries(convs, matched, ranked)
 	}
@@ -100,7 +100,7 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 			}
 			used += cost
 			ruleUsed += cost
-			rules = append(rules, pick{c: c, seq: t.Seq, text: turnPrefix(c, t, multi) + oneLine(rec.Content), cost: cost, mode: IncludeAlways})
+			rules = append(rules, pick{c: c, seq: t.Seq, text: turnPrefix(t) + oneLine(rec.Content), cost: cost, mode: IncludeAlways})
 		}
 	}
 	pinned := map[string]bool{}
@@ -140,7 +140,7 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 			sessions[sk] = true
 			used += cost + hcost
 			a.breakdown.Headers += hcost
-			picks = append(picks, pick{c: cd.c, seq: cd.seq, text: turnPrefix(cd.c, t, multi) + oneLine(rec.Content), cost: cost, mode: includeMode(cd.c, t)})
+			picks = append(picks, pick{c: cd.c, seq: cd.seq, text: turnPrefix(t) + oneLine(rec.Content), cost: cost, mode: includeMode(cd.c, t)})
 		}
 	}
 	pack()
@@ -292,7 +292,7 @@ func sessionHeader(c *conv, t *turnMeta, multi bool) string {
 	return fmt.Sprintf("### session %d · %s", t.Session, date)
 }
 
-func turnPrefix(c *conv, t *turnMeta, multi bool) string {
+func turnPrefix(t *turnMeta) string {
 	who := t.Name
 	if who == "" {
 		who = t.Role
@@ -352,10 +352,10 @@ func (s *Store) topicSummaries(convs []*conv, matched []string, ranked []candida
 	return out
 }
 
-// overview returns every topic's summary, biggest topics first, for broad
-// queries ("what have we discussed?"). Topics not yet compacted are listed
-// with their size.
-func (s *Store) overview(convs []*conv, budget int) []summaryPick {
+// overview returns every topic's Layer 2 summary in cover order, for broad
+// queries ("what have we discussed?"). Topics not compacted yet have no
+// summary; their turns compete on relevance and the topic hint names them.
+func (s *Store) overview(convs []*conv) []summaryPick {
 	var out []summaryPick
 	for _, c := range convs {
 		for _, tag := range coverOrder(c) {

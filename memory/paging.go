@@ -111,7 +111,7 @@ func (s *Store) writeTurns(c *conv, tag string, from, budget, used int, b *strin
 		if t.Session != lastSession {
 			part = sessionHeader(c, t, false) + "\n"
 		}
-		part += turnPrefix(c, t, false) + oneLine(rec.Content) + "\n"
+		part += turnPrefix(t) + oneLine(rec.Content) + "\n"
 		n := s.tok.Count(part)
 		if used+n > budget {
 			res.Truncated = true
