@@ -11,7 +11,7 @@ LOCOMO  ?= ../shared/bench/locomo/locomo-dev.json
 # -race needs cgo and a C compiler; leave it out where there is none.
 RACE    ?= $(shell command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo -race)
 
-.PHONY: build run test bench fmt lint clean
+.PHONY: build run test cross release bench fmt lint clean
 
 ## build: static, cgo-free binary at bin/vc-mcp
 build:
@@ -35,10 +35,20 @@ run: build
 	  "Ctrl-C stops the server." "" >&2
 	@exec $(ABS_BIN) serve --http $(ADDR) --data-dir $(DATA)
 
-## test: vet and every test, end-to-end tests included
-test:
+## test: vet (also for darwin and windows) and every test, end-to-end tests included
+test: cross
 	$(GO) vet ./...
 	$(GO) test $(RACE) -timeout 25m ./...
+
+## cross: type-check every package, tests included, for macOS and Windows
+cross:
+	GOOS=darwin GOARCH=arm64 $(GO) vet ./...
+	GOOS=windows GOARCH=amd64 $(GO) vet ./...
+
+## release: reproducible archives, MCP bundles, SHA256SUMS and server.json in dist/
+## (make release VERSION=0.2.0; the same commit and Go give the same bytes)
+release:
+	.ci/release $(VERSION) dist
 
 ## bench: LoCoMo through the recall_context code path
 bench: build

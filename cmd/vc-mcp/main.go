@@ -47,7 +47,7 @@ usage:
   vc-mcp cost-report ...     report LLM usage and cost
   vc-mcp summaries regenerate [--conversation ID] [--tag T]
                              rebuild summaries from the master logs
-  vc-mcp version             print the version
+  vc-mcp version [--json]    print the version and commit
   vc-mcp help [command]      this help; "vc-mcp serve -h" lists every flag
 
 Settings: flags > VC_* environment > config file (--config, default
@@ -74,8 +74,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "summaries":
 		return runSummaries(ctx, args, stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintln(stdout, "vc-mcp", buildVersion())
-		return nil
+		return runVersion(ctx, args, stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		if len(args) > 0 {
 			return run(ctx, []string{args[0], "-h"}, stdin, stdout, stderr)
