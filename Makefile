@@ -11,7 +11,7 @@ LOCOMO  ?= ../shared/bench/locomo/locomo-dev.json
 # -race needs cgo and a C compiler; leave it out where there is none.
 RACE    ?= $(shell command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo -race)
 
-.PHONY: build run test cross release bench fmt lint clean
+.PHONY: build run test cross release release-check bench fmt lint clean
 
 ## build: static, cgo-free binary at bin/vc-mcp
 build:
@@ -49,6 +49,12 @@ cross:
 ## (make release VERSION=0.2.0; the same commit and Go give the same bytes)
 release:
 	.ci/release $(VERSION) dist
+
+## release-check: build two platforms twice and compare the bytes (reproducibility)
+release-check:
+	PLATFORMS="linux/amd64 windows/amd64" .ci/release 0.0.0-check $(CURDIR)/bin/release-a
+	PLATFORMS="linux/amd64 windows/amd64" .ci/release 0.0.0-check $(CURDIR)/bin/release-b
+	cmp bin/release-a/SHA256SUMS bin/release-b/SHA256SUMS && echo "release-check: reproducible"
 
 ## bench: LoCoMo through the recall_context code path
 bench: build
