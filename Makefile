@@ -11,7 +11,7 @@ LOCOMO  ?= ../shared/bench/locomo/locomo-dev.json
 # -race needs cgo and a C compiler; leave it out where there is none.
 RACE    ?= $(shell command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo -race)
 
-.PHONY: build run test bench fmt lint clean
+.PHONY: build run test bench fmt lint clean conformance
 
 ## build: static, cgo-free binary at bin/vc-mcp
 build:
@@ -39,6 +39,12 @@ run: build
 test:
 	$(GO) vet ./...
 	$(GO) test $(RACE) -timeout 25m ./...
+
+## conformance: the official MCP conformance suite (npm, pinned in
+## testdata/conformance) against bin/vc-mcp over Streamable HTTP on 127.0.0.1
+conformance: build
+	cd testdata/conformance && npm ci --no-audit --no-fund --loglevel=error
+	node testdata/conformance/run.mjs $(BIN)
 
 ## bench: LoCoMo through the recall_context code path
 bench: build
