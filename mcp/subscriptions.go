@@ -48,6 +48,10 @@ type sessionSubs struct {
 	listChanged bool
 	last        time.Time   // when the last batch went out
 	timer       *time.Timer // pending flush, if any
+	// blocked counts flushes in a row the session's queue was full for (a
+	// Streamable HTTP client with no GET stream and no request in flight):
+	// retries back off, up to 32 intervals apart.
+	blocked int
 }
 
 func newSubscriptions(mem Memory, log *slog.Logger) *subscriptions {
@@ -139,7 +143,7 @@ func (m *subscriptions) schedule(id string, ss *sessionSubs) {
 	if ss.timer != nil {
 		return
 	}
-	delay := max(0, time.Until(ss.last.Add(m.interval)))
+	delay := max(0, time.Until(ss.last.Add(m.interval<<min(ss.blocked, 5))))
 	ss.timer = time.AfterFunc(delay, func() { m.flush(id) })
 }
 
@@ -183,14 +187,16 @@ func (m *subscriptions) flush(id string) {
 			retry = append(retry, u)
 		}
 	}
-	if len(retry) == 0 && !retryList {
-		return
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if ss = m.sessions[id]; ss == nil {
 		return
 	}
+	if len(retry) == 0 && !retryList {
+		ss.blocked = 0
+		return
+	}
+	ss.blocked++
 	for _, u := range retry {
 		if _, ok := ss.uris[u]; ok {
 			ss.dirty[u] = true

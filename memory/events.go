@@ -49,8 +49,8 @@ type Change struct {
 var maxPendingChanges = 256
 
 // maxMergedTurnIDs bounds the turn ids a merged change keeps (the most
-// recent ones).
-const maxMergedTurnIDs = 256
+// recent ones). A variable for tests.
+var maxMergedTurnIDs = 256
 
 // watchers fans committed changes out to Watch channels without ever
 // blocking a writer: each watcher has its own queue and goroutine.
@@ -158,8 +158,8 @@ func (s *Store) publish(c Change) {
 	}
 }
 
-// mergeChanges folds a backlog into one change per conversation, in order
-// of each conversation's latest change.
+// mergeChanges folds a backlog into one change per conversation, in the
+// order each conversation first appears.
 func mergeChanges(cs []Change) []Change {
 	var out []Change
 	at := map[string]int{}

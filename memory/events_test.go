@@ -110,21 +110,52 @@ func TestWatchSlowWatcherNeverBlocksIngest(t *testing.T) {
 	maxPendingChanges = 8
 	s := openTest(t, Options{})
 	ch := s.Watch(t.Context())
-	n := maxPendingChanges + 12
-	var last IngestResult
-	for i := 0; i < n; i++ {
-		last = ingest(t, s, fmt.Sprintf("c%d", i%3), []Message{msg("user", "", fmt.Sprintf("note number %d about the garden", i), t0.Add(time.Duration(i)*time.Second))})
+	// Three writers, one conversation each, and a second watcher that keeps up.
+	const writers, each = 3, 8
+	fast := s.Watch(t.Context())
+	fastSeen := map[string]bool{}
+	fastDone := make(chan struct{})
+	go func() {
+		defer close(fastDone)
+		for c := range fast {
+			for _, id := range c.TurnIDs {
+				fastSeen[c.ConversationID+"/"+id] = true
+			}
+			if len(fastSeen) == writers*each {
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				ingest(t, s, fmt.Sprintf("c%d", w), []Message{msg("user", "", fmt.Sprintf("note %d of writer %d about the garden", i, w), t0.Add(time.Duration(i)*time.Second))})
+			}
+		}()
 	}
+	wg.Wait()
+	select {
+	case <-fastDone:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the watcher that keeps up saw %d of %d turns", len(fastSeen), writers*each)
+	}
+	// The slow one gets its backlog merged, with every conversation's latest turn.
 	seen := map[string]bool{}
 	deadline := time.After(5 * time.Second)
-	for !seen[last.ConversationID+"/"+last.TurnIDs[0]] {
-		select {
-		case c := <-ch:
-			for _, id := range c.TurnIDs {
-				seen[c.ConversationID+"/"+id] = true
+	for w := range writers {
+		last := fmt.Sprintf("c%d/t%d", w, each)
+		for !seen[last] {
+			select {
+			case c := <-ch:
+				for _, id := range c.TurnIDs {
+					seen[c.ConversationID+"/"+id] = true
+				}
+			case <-deadline:
+				t.Fatalf("the slow watcher never got %s (%d turns seen)", last, len(seen))
 			}
-		case <-deadline:
-			t.Fatalf("the last stored turn %s/%s never arrived (%d seen)", last.ConversationID, last.TurnIDs[0], len(seen))
 		}
 	}
 }
@@ -181,5 +212,22 @@ func TestTurnReadsVerbatim(t *testing.T) {
 		if _, err := s.Turn(t.Context(), tt.conv, tt.id); !errors.Is(err, tt.want) {
 			t.Errorf("Turn(%q, %q): got %v, want %v", tt.conv, tt.id, err, tt.want)
 		}
+	}
+}
+
+func TestMergeChanges(t *testing.T) {
+	defer func(n int) { maxMergedTurnIDs = n }(maxMergedTurnIDs)
+	maxMergedTurnIDs = 3
+	got := mergeChanges([]Change{
+		{Kind: ChangeStored, ConversationID: "a", TurnIDs: []string{"t1", "t2"}, Tags: []string{"x"}, NewTags: []string{"x"}, NewConversation: true},
+		{Kind: ChangeStored, ConversationID: "b", TurnIDs: []string{"t1"}, Tags: []string{"y"}},
+		{Kind: ChangeCompacted, ConversationID: "a", TurnIDs: []string{"t2", "t3", "t4"}, Tags: []string{"x", "z"}},
+	})
+	want := []Change{
+		{Kind: ChangeCompacted, ConversationID: "a", TurnIDs: []string{"t2", "t3", "t4"}, Tags: []string{"x", "z"}, NewTags: []string{"x"}, NewConversation: true},
+		{Kind: ChangeStored, ConversationID: "b", TurnIDs: []string{"t1"}, Tags: []string{"y"}},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("merged:\n got %+v\nwant %+v", got, want)
 	}
 }
