@@ -11,7 +11,7 @@ LOCOMO  ?= ../shared/bench/locomo/locomo-dev.json
 # -race needs cgo and a C compiler; leave it out where there is none.
 RACE    ?= $(shell command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo -race)
 
-.PHONY: build run test cross release release-check bench fmt lint clean
+.PHONY: build run test cross release release-check conformance bench fmt lint clean
 
 ## build: static, cgo-free binary at bin/vc-mcp
 build:
@@ -55,6 +55,12 @@ release-check:
 	PLATFORMS="linux/amd64 windows/amd64" .ci/release 0.0.0-check $(CURDIR)/bin/release-a
 	PLATFORMS="linux/amd64 windows/amd64" .ci/release 0.0.0-check $(CURDIR)/bin/release-b
 	cmp bin/release-a/SHA256SUMS bin/release-b/SHA256SUMS && echo "release-check: reproducible"
+
+## conformance: the official MCP conformance suite (npm, pinned in
+## testdata/conformance) against bin/vc-mcp over Streamable HTTP on 127.0.0.1
+conformance: build
+	cd testdata/conformance && npm ci --no-audit --no-fund --loglevel=error
+	node testdata/conformance/run.mjs $(BIN)
 
 ## bench: LoCoMo through the recall_context code path
 bench: build

@@ -7,5 +7,7 @@
 // memory's sentinel errors to tool results with isError. It knows memory's
 // API and nothing of bbolt or Bleve. NewServer builds the server; ServeStdio
 // and NewHTTPHandler carry it over stdio or over Streamable HTTP and legacy
-// SSE with an Origin check.
+// SSE with an Origin check. Completions, resource subscriptions (fed by
+// memory's Watch) and turn links are in completions.go, subscriptions.go and
+// turns.go.
 package mcp

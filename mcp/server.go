@@ -21,6 +21,11 @@ type Memory interface {
 	Status(ctx context.Context, conversationID string) (memory.Status, error)
 	Domain(ctx context.Context, conversationID, tag string) (memory.Domain, error)
 	Conversations(ctx context.Context) ([]memory.ConversationInfo, error)
+	// Turn, Watch and DefaultConversation serve turn links, subscriptions
+	// and completions (turns.go, subscriptions.go, completions.go).
+	Turn(ctx context.Context, conversationID, turnID string) (memory.Turn, error)
+	Watch(ctx context.Context) <-chan memory.Change
+	DefaultConversation() string
 }
 
 var _ Memory = (*memory.Store)(nil)
@@ -35,7 +40,8 @@ type Options struct {
 	// Sampling offers MCP sampling (the client's model) to the engine's LLM
 	// seams; see Sampler.
 	Sampling bool
-	// ServerOptions are appended to the server's own options.
+	// ServerOptions are appended to the server's own options. They must not
+	// replace the hooks (server.WithHooks): subscriptions depend on them.
 	ServerOptions []mcpserver.ServerOption
 }
 
@@ -47,9 +53,15 @@ const Instructions = `vc-mcp is your long-term memory of this conversation and e
 4. Before you ever say you do not remember something, call find_quote with the words or names involved (and since/until or speaker if known). It searches every stored original turn.
 5. To read a whole topic, call expand_topic (depth "segments" for summaries, "full" for the original turns); call collapse_topic when you are done with it to free budget. domain_status lists the topics and what memory holds.`
 
-// NewServer builds the MCP server over mem: six tools, the domains
-// resources and two prompts.
+// NewServer builds the MCP server over mem: six tools, the domains and turn
+// resources (subscribable), two prompts, and completions for the prompts'
+// and templates' arguments.
 func NewServer(mem Memory, opts Options) *mcpserver.MCPServer {
+	s, _ := newServer(mem, opts)
+	return s
+}
+
+func newServer(mem Memory, opts Options) (*mcpserver.MCPServer, *subscriptions) {
 	if opts.Name == "" {
 		opts.Name = "vc-mcp"
 	}
@@ -60,10 +72,17 @@ func NewServer(mem Memory, opts Options) *mcpserver.MCPServer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	subs := newSubscriptions(mem, log)
+	hooks := &mcpserver.Hooks{}
+	subs.hook(hooks)
 	sopts := []mcpserver.ServerOption{
 		mcpserver.WithToolCapabilities(false),
-		mcpserver.WithResourceCapabilities(false, false),
+		mcpserver.WithResourceCapabilities(true, true), // subscribe, listChanged (subscriptions.go)
 		mcpserver.WithPromptCapabilities(false),
+		mcpserver.WithCompletions(),
+		mcpserver.WithPromptCompletionProvider(completer{mem, log}),
+		mcpserver.WithResourceCompletionProvider(completer{mem, log}),
+		mcpserver.WithHooks(hooks),
 		mcpserver.WithLogging(),
 		mcpserver.WithRecovery(),
 		mcpserver.WithResourceRecovery(),
@@ -80,10 +99,13 @@ func NewServer(mem Memory, opts Options) *mcpserver.MCPServer {
 		s.AddResource(r.Resource, r.Handler)
 	}
 	s.AddResourceTemplates(resourceTemplates(mem, log)...)
+	s.AddResourceTemplates(turnResourceTemplate(mem, log))
 	for _, p := range prompts(mem, log) {
 		s.AddPrompt(p.Prompt, p.Handler)
 	}
-	return s
+	subs.srv = s
+	go subs.run(mem.Watch(context.Background())) // ends when the store closes
+	return s, subs
 }
 
 // annotations sets all four hints explicitly: mcp-go's defaults

@@ -76,7 +76,7 @@ func recallContextTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
 			if strings.TrimSpace(text) == "" {
 				text = "(no stored context matches this message yet)"
 			}
-			return mcpgo.NewToolResultStructured(res, text), nil
+			return withLinks(mcpgo.NewToolResultStructured(res, text), recallLinks(ctx, mem, req, res)), nil
 		})}
 }
 
@@ -135,7 +135,7 @@ func findQuoteTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
 			if err != nil {
 				return nil, err
 			}
-			return mcpgo.NewToolResultStructured(res, renderQuotes(res)), nil
+			return withLinks(mcpgo.NewToolResultStructured(res, renderQuotes(res)), quoteLinks(res)), nil
 		})}
 }
 

@@ -126,6 +126,7 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 	if err := s.ix.Add(ctx, docs); err != nil {
 		s.log.Warn("indexing summaries failed; they are stored and will be found by tag", "conversation", c.id, "err", err)
 	}
+	s.notifyCompacted(c, fresh, rollups)
 	res.segments = len(plans)
 	res.freed = max(0, freedFull-summaryTokens)
 	s.log.Info("compacted", "conversation", c.id, "segments", res.segments, "tokens_freed", res.freed, "through", through)

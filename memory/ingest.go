@@ -93,6 +93,7 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 				}
 			}
 		}
+		s.notifyStored(c, first)
 	}
 	if res.TurnIDs == nil {
 		res.TurnIDs = []string{}

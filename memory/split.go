@@ -111,6 +111,7 @@ func (s *Store) maybeSplit(ctx context.Context, c *conv) error {
 		return fmt.Errorf("commit split of %q in %s: %w", req.Tag, c.id, err)
 	}
 	c.meta = meta
+	s.notifySplit(c, req.Tag, changed)
 	for seq, tags := range changed {
 		t := c.turn(seq)
 		for _, tag := range tags[len(t.Tags):] {

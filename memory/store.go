@@ -57,6 +57,7 @@ type Store struct {
 	mu     sync.Mutex
 	convs  map[string]*conv
 	closed atomic.Bool
+	watch  watchers // Watch channels (events.go)
 
 	// Background embedding (semantic memory); nil channels without an Embedder.
 	kick      chan struct{}
@@ -281,6 +282,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	var errs []error
+	s.closeWatchers()
 	if s.stopEmbed != nil {
 		s.stopEmbed()
 		<-s.embedDone

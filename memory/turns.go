@@ -1,0 +1,77 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Turn is one stored message read back verbatim from its master log (the
+// virtualcontext://conversations/{conversation}/turns/{turn} resource).
+type Turn struct {
+	ConversationID string    `json:"conversation_id"`
+	TurnID         string    `json:"turn_id"`
+	Role           string    `json:"role"`
+	Speaker        string    `json:"speaker,omitempty"`
+	Timestamp      time.Time `json:"timestamp"`
+	// Text is the message's text exactly as stored.
+	Text string   `json:"text"`
+	Tags []string `json:"tags"`
+	// Segment is the compacted segment holding the turn ("s3"), if any.
+	Segment    string `json:"segment,omitempty"`
+	ToolUse    bool   `json:"tool_use,omitempty"`
+	ToolResult bool   `json:"tool_result,omitempty"`
+	Ref        LogRef `json:"ref"`
+}
+
+// Turn reads one turn ("t12") of a conversation ("" = the default) back from
+// its master log.
+func (s *Store) Turn(ctx context.Context, conversationID, id string) (Turn, error) {
+	conv, err := s.resolve(conversationID)
+	if err != nil {
+		return Turn{}, err
+	}
+	seq, err := parseTurnID(id)
+	if err != nil {
+		return Turn{}, err
+	}
+	c, err := s.conversation(ctx, conv, false)
+	if err != nil {
+		return Turn{}, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	t := c.turn(seq)
+	if t == nil {
+		return Turn{}, fmt.Errorf("%w: conversation %q has no turn %s (it has t1 to t%d)", ErrNotFound, conv, id, len(c.turns))
+	}
+	rec, err := c.log.read(t.Start, t.End)
+	if err != nil {
+		return Turn{}, fmt.Errorf("read turn %s of %s: %w", id, conv, err)
+	}
+	abs, _ := filepath.Abs(c.log.path)
+	out := Turn{
+		ConversationID: conv, TurnID: turnID(seq), Role: t.Role, Speaker: t.Name, Timestamp: t.When,
+		Text: rec.Content, Tags: nonNil(t.Tags), ToolUse: t.ToolUse, ToolResult: t.ToolResult,
+		Ref: LogRef{File: abs, Start: t.Start, End: t.End},
+	}
+	if t.Segment > 0 {
+		out.Segment = segmentName(t.Segment)
+	}
+	return out, nil
+}
+
+// DefaultConversation is the conversation used when a request names none.
+func (s *Store) DefaultConversation() string { return s.opts.DefaultConversation }
+
+// parseTurnID reads "t12" (as turn ids are written) into 12.
+func parseTurnID(id string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimPrefix(id, "t"))
+	if err != nil || !strings.HasPrefix(id, "t") || n < 1 || id != turnID(n) {
+		return 0, fmt.Errorf("%w: turn id %q is not of the form t<number> (e.g. t12)", ErrInvalid, id)
+	}
+	return n, nil
+}
