@@ -690,6 +690,17 @@ func (r *rawServer) answer(t testing.TB, id float64) map[string]any {
 	}
 }
 
+// response returns the next response, skipping notifications (such as
+// resources/list_changed after a new conversation is stored).
+func (r *rawServer) response(t testing.TB) map[string]any {
+	t.Helper()
+	for {
+		if m := r.next(t); m["method"] == nil {
+			return m
+		}
+	}
+}
+
 const initLine = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 
 func TestMalformedJSONRPC(t *testing.T) {
@@ -723,7 +734,7 @@ func TestMalformedJSONRPC(t *testing.T) {
 			r.send(t, tt.line)
 			var res map[string]any
 			if tt.id == 0 {
-				res = r.next(t)
+				res = r.response(t)
 			} else {
 				res = r.answer(t, tt.id)
 			}
