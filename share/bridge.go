@@ -65,9 +65,18 @@ type pendingReq struct {
 type message struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
-	Params struct {
+	Params json.RawMessage `json:"params"`
+}
+
+// tool is the tool a tools/call names, if its params say.
+func (m message) tool() string {
+	var p struct {
 		Name string `json:"name"`
-	} `json:"params"`
+	}
+	if m.Method != string(mcpgo.MethodToolsCall) || json.Unmarshal(m.Params, &p) != nil {
+		return ""
+	}
+	return p.Name
 }
 
 // Run forwards stdin to the owner and the owner's messages to stdout until
@@ -176,7 +185,7 @@ func (b *Bridge) fromHost(ctx context.Context, line []byte) {
 	}
 	if isRequest {
 		b.ifMu.Lock()
-		b.inflight[string(m.ID)] = pendingReq{id: m.ID, line: line, method: m.Method, tool: m.Params.Name}
+		b.inflight[string(m.ID)] = pendingReq{id: m.ID, line: line, method: m.Method, tool: m.tool()}
 		b.ifMu.Unlock()
 	}
 	b.send(line)
