@@ -380,3 +380,96 @@ func TestSharedWithHTTPAndCLI(t *testing.T) {
 		resp.Body.Close()
 	}
 }
+
+// samplingCounter answers sampling requests and counts them.
+type samplingCounter struct{ n atomic.Int64 }
+
+func (s *samplingCounter) CreateMessage(ctx context.Context, req mcpgo.CreateMessageRequest) (*mcpgo.CreateMessageResult, error) {
+	s.n.Add(1)
+	return &mcpgo.CreateMessageResult{
+		SamplingMessage: mcpgo.SamplingMessage{Role: mcpgo.RoleAssistant, Content: mcpgo.NewTextContent(`{"tags":["planning"]}`)},
+		Model:           "test-model",
+	}, nil
+}
+
+// TestSharedSamplingPerHost: with the client's model as the LLM, a tool
+// call's sampling requests go to the host that made the call, not to
+// another host of the same shared server.
+func TestSharedSamplingPerHost(t *testing.T) {
+	home := t.TempDir()
+	env := hostEnv(home, "VC_LLM_PROVIDER=sampling")
+	stopOwner(t, env)
+	var sa, sb samplingCounter
+	a := startHost(t, env, "host-a", client.WithSamplingHandler(&sa))
+	b := startHost(t, env, "host-b", client.WithSamplingHandler(&sb))
+	store := func(h *host, text string) {
+		t.Helper()
+		mustOK(t, h.c, "compact_context", map[string]any{"conversation_id": "sampling", "messages": []any{
+			msg("user", text), msg("assistant", "Noted: "+text),
+		}})
+	}
+	store(a, "We plan the garden irrigation schedule for the tomato beds next spring.")
+	na, nb := sa.n.Load(), sb.n.Load()
+	if na == 0 || nb != 0 {
+		t.Fatalf("after host-a's call: host-a answered %d sampling requests, host-b %d; want >0 and 0", na, nb)
+	}
+	store(b, "The quarterly budget review moved to the second week of March.")
+	if sb.n.Load() == 0 || sa.n.Load() != na {
+		t.Fatalf("after host-b's call: host-a answered %d (was %d), host-b %d; want host-b's requests on host-b only", sa.n.Load(), na, sb.n.Load())
+	}
+}
+
+// TestSharedRefusesOtherVersion: a host started from another vc-mcp
+// version does not use the running server; its requests say what to do,
+// and after `vc-mcp daemon stop` it starts a server of its own version.
+func TestSharedRefusesOtherVersion(t *testing.T) {
+	other := filepath.Join(t.TempDir(), "vc-mcp-v2")
+	build := exec.Command("go", "build", "-o", other, "-ldflags", "-X main.version=v9.9.9-test", ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	home := t.TempDir()
+	env := hostEnv(home)
+	stopOwner(t, env)
+	old := startHost(t, env, "old-host")
+	mustOK(t, old.c, "domain_status", map[string]any{})
+
+	saved := binary
+	binary = other
+	newer := startHost(t, env, "new-host")
+	binary = saved
+	_, err := callErr(newer.c, "domain_status", map[string]any{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "vc-mcp daemon stop") || !strings.Contains(err.Error(), "v9.9.9-test") {
+		t.Fatalf("new host against the old server: err %v, want a refusal naming both versions and `vc-mcp daemon stop`", err)
+	}
+
+	old.c.Close()
+	stop := exec.Command(other, "daemon", "stop")
+	stop.Env, stop.Dir = env, "/"
+	if out, err := stop.CombinedOutput(); err != nil {
+		t.Fatalf("daemon stop: %v\n%s", err, out)
+	}
+	waitFor(t, "the new host to get a server of its version", func() bool {
+		_, err := callErr(newer.c, "domain_status", map[string]any{}, nil)
+		return err == nil
+	})
+	st, err := share.Status(context.Background(), sharedDataDir(home))
+	if err != nil || st.Version != "v9.9.9-test" {
+		t.Errorf("status %+v, %v: want the new version serving", st, err)
+	}
+}
+
+// TestDefaultDataDirWithoutHome: a host that passes only PATH still gets
+// the per-user data directory (from the user database).
+func TestDefaultDataDirWithoutHome(t *testing.T) {
+	cmd := exec.Command(binary, "daemon", "status")
+	cmd.Env, cmd.Dir = []string{"PATH=" + os.Getenv("PATH")}, "/"
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("daemon status with only PATH: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), string(filepath.Separator)+"vc-mcp") || !strings.Contains(string(out), "serves") {
+		t.Errorf("got %q, want it to name the per-user data directory", out)
+	}
+}
