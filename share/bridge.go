@@ -331,8 +331,7 @@ func (b *Bridge) readOwner(c *Conn) {
 	for {
 		line, err := r.ReadBytes('\n')
 		if len(line) > 0 && line[len(line)-1] == '\n' {
-			var m message
-			if json.Unmarshal(line, &m) == nil && m.Method == "" && len(m.ID) > 0 {
+			if m, ok := peek(line); ok && m.Method == "" && len(m.ID) > 0 {
 				if bytes.Equal(m.ID, replayID) {
 					continue
 				}

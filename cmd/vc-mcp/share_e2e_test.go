@@ -51,7 +51,7 @@ type host struct {
 
 // startHost starts `vc-mcp serve` exactly as a host does and initializes
 // it with the host's name as client info.
-func startHost(t *testing.T, env []string, name string, opts ...client.ClientOption) *host {
+func startHost(t testing.TB, env []string, name string, opts ...client.ClientOption) *host {
 	t.Helper()
 	h := &host{name: name, stderr: &syncBuffer{}}
 	tr := transport.NewStdioWithOptions(binary, nil, []string{"serve"}, transport.WithCommandFunc(
@@ -75,7 +75,7 @@ func startHost(t *testing.T, env []string, name string, opts ...client.ClientOpt
 	return h
 }
 
-func initAs(t *testing.T, c *client.Client, name string) {
+func initAs(t testing.TB, c *client.Client, name string) {
 	t.Helper()
 	req := mcpgo.InitializeRequest{}
 	req.Params.ProtocolVersion = mcpgo.LATEST_LEGACY_PROTOCOL_VERSION
@@ -90,7 +90,7 @@ func initAs(t *testing.T, c *client.Client, name string) {
 // stopOwner stops the data directory's shared server when the test ends
 // (after the hosts, whose bridges would otherwise start a new one), and
 // waits until no process holds the data directory.
-func stopOwner(t *testing.T, env []string) {
+func stopOwner(t testing.TB, env []string) {
 	quiesce(t, sharedDataDir(envValue(env, "HOME")))
 }
 
