@@ -102,7 +102,15 @@ func (b *Bridge) Run(ctx context.Context, stdin io.Reader, stdout io.Writer) err
 		b.mu.Unlock()
 	})
 	defer stop()
-	err := b.readHost(ctx, stdin)
+	// A read from stdin cannot be interrupted: on cancellation (SIGTERM)
+	// Run returns without waiting for it.
+	errc := make(chan error, 1)
+	go func() { errc <- b.readHost(ctx, stdin) }()
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+	}
 	cancel()
 	b.mu.Lock()
 	b.closed = true

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -40,7 +41,9 @@ func Listen(dataDir string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	// On Windows the mode bits mean little: the directory's ACL (the
+	// user's profile) is what keeps other users out.
+	if err := os.Chmod(path, 0o600); err != nil && runtime.GOOS != "windows" {
 		l.Close()
 		return nil, fmt.Errorf("socket %s: %w", path, err)
 	}
