@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -28,13 +30,17 @@ type ConnOptions struct {
 	OnInitialize func(mcpgo.Implementation)
 	// MaxConcurrent bounds the requests handled at once (default 16).
 	MaxConcurrent int
+	// Drain is how long requests already started may run once ctx is
+	// cancelled or the connection ends (default 30 s).
+	Drain time.Duration
 }
 
 // ServeConn serves s over newline-delimited JSON-RPC on conn, as one MCP
 // session of its own, until conn ends or ctx is cancelled. Unlike mcp-go's
 // stdio transport (whose session is a package-level singleton), any number
 // of ServeConn sessions can share one server: each has its own client info,
-// log level, sampling requests and cancellation scope.
+// log level, sampling requests and cancellation scope. Cancelling ctx stops
+// reading; requests already started are answered (see Drain).
 func ServeConn(ctx context.Context, s *mcpserver.MCPServer, conn io.ReadWriteCloser, opts ConnOptions) error {
 	log := opts.Logger
 	if log == nil {
@@ -53,42 +59,67 @@ func ServeConn(ctx context.Context, s *mcpserver.MCPServer, conn io.ReadWriteClo
 	if err := s.RegisterSession(ctx, sess); err != nil {
 		return fmt.Errorf("register session %s: %w", sess.id, err)
 	}
-	defer s.UnregisterSession(ctx, sess.id)
-	ctx, cancel := context.WithCancel(s.WithContext(ctx, sess))
-	defer cancel()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
+	defer s.UnregisterSession(context.WithoutCancel(ctx), sess.id)
+	// Handlers outlive ctx by up to Drain: a stopping server answers what
+	// it has started instead of failing it.
+	hctx, hcancel := context.WithCancel(s.WithContext(context.WithoutCancel(ctx), sess))
+	defer hcancel()
+	stopReading := context.AfterFunc(ctx, func() {
+		if d, ok := conn.(interface{ SetReadDeadline(time.Time) error }); ok && d.SetReadDeadline(time.Now()) == nil {
+			return
+		}
+		conn.Close()
+	})
+	defer stopReading()
+	defer conn.Close()
 
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Go(func() {
+	var notifier sync.WaitGroup
+	defer notifier.Wait()
+	defer hcancel()
+	notifier.Go(func() {
 		for {
 			select {
 			case n := <-sess.notifications:
 				if err := sess.write(n); err != nil {
 					log.Debug("conn: notification not sent", "session", sess.id, "err", err)
 				}
-			case <-ctx.Done():
+			case <-hctx.Done():
 				return
 			}
 		}
 	})
 
+	var handlers sync.WaitGroup
 	sem := make(chan struct{}, opts.MaxConcurrent)
 	r := bufio.NewReader(conn)
+	var readErr error
 	for {
 		line, err := r.ReadBytes('\n')
-		if len(line) > 0 {
-			sess.dispatch(ctx, s, line, sem, &wg, log)
+		if len(line) > 0 && ctx.Err() == nil {
+			sess.dispatch(hctx, s, line, sem, &handlers, log)
 		}
 		if err != nil {
-			cancel()
-			if errors.Is(err, io.EOF) || ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("conn %s: %w", sess.id, err)
+			readErr = err
+			break
 		}
 	}
+	drained := make(chan struct{})
+	go func() { handlers.Wait(); close(drained) }()
+	drain := opts.Drain
+	if drain <= 0 {
+		drain = 30 * time.Second
+	}
+	select {
+	case <-drained:
+	case <-time.After(drain):
+		log.Warn("conn: requests still running after the drain period; cancelling them", "session", sess.id)
+		hcancel()
+		<-drained
+	}
+	if errors.Is(readErr, io.EOF) || ctx.Err() != nil || errors.Is(readErr, net.ErrClosed) {
+		return nil
+	}
+	return fmt.Errorf("conn %s: %w", sess.id, readErr)
 }
 
 type samplingAnswer struct {

@@ -25,7 +25,8 @@ type Config struct {
 	// used (see ErrVersion).
 	Version string
 	// OwnerArgs start an owner: the executable's arguments, e.g.
-	// ["daemon", "--data-dir", dir]. Empty: connect only, never start one.
+	// ["daemon", "--data-dir", dir]. Empty: never start one, wait up to
+	// StartTimeout for another process to.
 	OwnerArgs []string
 	// Executable defaults to os.Executable().
 	Executable string
@@ -68,10 +69,10 @@ func ConnectOrStart(ctx context.Context, cfg Config) (*Conn, error) {
 		if err == nil {
 			return &Conn{Conn: conn, r: r, Hello: h}, nil
 		}
-		if !errors.Is(err, ErrNoOwner) || len(cfg.OwnerArgs) == 0 {
+		if !errors.Is(err, ErrNoOwner) {
 			return nil, err
 		}
-		if exited == nil {
+		if exited == nil && len(cfg.OwnerArgs) > 0 {
 			if exited, err = startOwner(cfg); err != nil {
 				return nil, err
 			}
