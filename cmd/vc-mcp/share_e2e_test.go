@@ -218,7 +218,7 @@ func verifyOnce(t *testing.T, c *client.Client, words []string) {
 		structured(t, res, &fq)
 		n := 0
 		for _, q := range fq.Quotes {
-			if strings.Contains(strings.ReplaceAll(q.Excerpt, "*", ""), w) {
+			if strings.Contains(strings.ReplaceAll(q.Excerpt, "*", ""), w) || strings.Contains(q.Excerpt, "**"+w) {
 				n++
 			}
 		}
