@@ -4,7 +4,11 @@
 GO      ?= go
 BIN     := bin/vc-mcp
 ABS_BIN := $(CURDIR)/$(BIN)
-DATA    ?= $(CURDIR)/.vc-data
+# DATA: a data directory for `make run`; empty means the per-user one the
+# stdio hosts use, so `make run` and the hosts share one memory.
+DATA    ?=
+DATA_FLAG := $(if $(DATA),--data-dir $(DATA))
+COMMA   := ,
 ADDR    ?= 127.0.0.1:5757
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LOCOMO  ?= ../shared/bench/locomo/locomo-dev.json
@@ -17,23 +21,23 @@ RACE    ?= $(shell command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo -race)
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN) ./cmd/vc-mcp
 
-## run: build, print how to connect, serve Streamable HTTP on $(ADDR) with data in $(DATA)
+## run: build, print how to connect, serve Streamable HTTP on $(ADDR) (per-user data dir unless DATA is set)
 run: build
 	@printf '%s\n' \
-	  "vc-mcp $(VERSION): binary $(ABS_BIN), data $(DATA)" \
+	  "vc-mcp $(VERSION): binary $(ABS_BIN), data $(if $(DATA),$(DATA),the per-user directory shared with stdio hosts)" \
 	  "" \
 	  "HTTP clients (now):   http://$(ADDR)/mcp   (legacy SSE: http://$(ADDR)/sse)" \
 	  "  Cursor  ~/.cursor/mcp.json:  {\"mcpServers\": {\"vc-mcp\": {\"url\": \"http://$(ADDR)/mcp\"}}}" \
 	  "  VS Code mcp.json:            {\"servers\": {\"vc-mcp\": {\"type\": \"http\", \"url\": \"http://$(ADDR)/mcp\"}}}" \
 	  "  Claude Code:                 claude mcp add --transport http --scope user vc-mcp http://$(ADDR)/mcp" \
 	  "" \
-	  "stdio hosts start the binary themselves (stop this server first: one process per data dir):" \
-	  "  Claude Desktop / Cursor:     {\"mcpServers\": {\"vc-mcp\": {\"command\": \"$(ABS_BIN)\", \"args\": [\"serve\", \"--data-dir\", \"$(DATA)\"]}}}" \
-	  "  VS Code mcp.json:            {\"servers\": {\"vc-mcp\": {\"type\": \"stdio\", \"command\": \"$(ABS_BIN)\", \"args\": [\"serve\", \"--data-dir\", \"$(DATA)\"]}}}" \
-	  "  Claude Code:                 claude mcp add --transport stdio --scope user vc-mcp -- $(ABS_BIN) serve --data-dir $(DATA)" \
+	  "stdio hosts start the binary themselves and share this server's memory (vc-mcp daemon status lists them):" \
+	  "  Claude Desktop / Cursor:     {\"mcpServers\": {\"vc-mcp\": {\"command\": \"$(ABS_BIN)\", \"args\": [\"serve\"$(if $(DATA),$(COMMA) \"--data-dir\"$(COMMA) \"$(DATA)\")]}}}" \
+	  "  VS Code mcp.json:            {\"servers\": {\"vc-mcp\": {\"type\": \"stdio\", \"command\": \"$(ABS_BIN)\", \"args\": [\"serve\"$(if $(DATA),$(COMMA) \"--data-dir\"$(COMMA) \"$(DATA)\")]}}}" \
+	  "  Claude Code:                 claude mcp add --transport stdio --scope user vc-mcp -- $(ABS_BIN) serve $(DATA_FLAG)" \
 	  "" \
 	  "Ctrl-C stops the server." "" >&2
-	@exec $(ABS_BIN) serve --http $(ADDR) --data-dir $(DATA)
+	@exec $(ABS_BIN) serve --http $(ADDR) $(DATA_FLAG)
 
 ## test: vet (also for darwin and windows) and every test, end-to-end tests included
 test: cross

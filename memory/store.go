@@ -426,6 +426,13 @@ func (s *Store) replayTail(ctx context.Context, c *conv) error {
 	if err != nil {
 		return err
 	}
+	// Turns the index lacks before the tail (a rebuilt index after a crash
+	// with a torn tail): indexing the tail moves the watermark past them.
+	if indexed, known := c.meta.IndexedThrough, len(c.turns); indexed < known && size > c.meta.LogSize {
+		if err := s.indexTurns(ctx, c, indexed+1, known); err != nil {
+			return err
+		}
+	}
 	if size > c.meta.LogSize {
 		f, err := os.Open(c.log.path)
 		if err != nil {

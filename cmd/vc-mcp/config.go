@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -361,8 +362,8 @@ func defaultConfigFile() string {
 	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" {
 		return filepath.Join(d, "vc-mcp", "config.yaml")
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
+	home := homeDir()
+	if home == "" {
 		return ""
 	}
 	return filepath.Join(home, ".config", "vc-mcp", "config.yaml")
@@ -375,10 +376,13 @@ func defaultDataDir() string {
 		if d := os.Getenv("LOCALAPPDATA"); d != "" {
 			return filepath.Join(d, "vc-mcp")
 		}
+		if home := homeDir(); home != "" {
+			return filepath.Join(home, "AppData", "Local", "vc-mcp")
+		}
 		return ""
 	case "darwin":
-		home, err := os.UserHomeDir()
-		if err != nil {
+		home := homeDir()
+		if home == "" {
 			return ""
 		}
 		return filepath.Join(home, "Library", "Application Support", "vc-mcp")
@@ -386,10 +390,23 @@ func defaultDataDir() string {
 		if d := os.Getenv("XDG_DATA_HOME"); d != "" {
 			return filepath.Join(d, "vc-mcp")
 		}
-		home, err := os.UserHomeDir()
-		if err != nil {
+		home := homeDir()
+		if home == "" {
 			return ""
 		}
 		return filepath.Join(home, ".local", "share", "vc-mcp")
 	}
+}
+
+// homeDir is $HOME (%USERPROFILE%), or, for hosts that start servers
+// without it, the user database's home directory (os/user reads
+// /etc/passwd without cgo), so every host finds the same memory.
+func homeDir() string {
+	if home, err := os.UserHomeDir(); err == nil && home != "" {
+		return home
+	}
+	if u, err := user.Current(); err == nil && u.HomeDir != "" {
+		return u.HomeDir
+	}
+	return ""
 }

@@ -47,6 +47,7 @@ usage:
   vc-mcp cost-report ...     report LLM usage and cost
   vc-mcp summaries regenerate [--conversation ID] [--tag T]
                              rebuild summaries from the master logs
+  vc-mcp daemon status|stop  the shared server every stdio host of a data dir uses
   vc-mcp version [--json]    print the version and commit
   vc-mcp help [command]      this help; "vc-mcp serve -h" lists every flag
 
@@ -71,6 +72,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runBench(ctx, args, stdout, stderr)
 	case "cost-report":
 		return runCostReport(ctx, args, stdout, stderr)
+	case "daemon":
+		return runDaemon(ctx, args, stdin, stdout, stderr)
 	case "summaries":
 		return runSummaries(ctx, args, stdout, stderr)
 	case "version", "--version":

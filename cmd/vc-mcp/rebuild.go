@@ -11,7 +11,8 @@ import (
 )
 
 // runRebuild recreates vc.db and the index of the data directory from its
-// master logs. The directory must not be in use.
+// master logs. A shared server using it is stopped first; its hosts
+// reconnect when the rebuild is done.
 func runRebuild(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg, rest, err := loadConfig("rebuild", args, os.Getenv, stderr)
 	if err != nil {
@@ -34,7 +35,13 @@ func runRebuild(ctx context.Context, args []string, stderr io.Writer) error {
 		last = time.Now()
 		fmt.Fprintf(stderr, "rebuild: %d/%d %s\n", done, total, message)
 	}
-	if err := memory.Rebuild(ctx, memoryOptions(cfg, log), progress); err != nil {
+	opts := memoryOptions(cfg, log)
+	release, err := exclusive(ctx, cfg, &opts)
+	if err != nil {
+		return fmt.Errorf("rebuild %s: %w", cfg.DataDir, err)
+	}
+	defer release()
+	if err := memory.Rebuild(ctx, opts, progress); err != nil {
 		return fmt.Errorf("rebuild %s: %w", cfg.DataDir, err)
 	}
 	fmt.Fprintf(stderr, "rebuild: %s rebuilt from its master logs in %s\n", cfg.DataDir, time.Since(start).Round(time.Millisecond))

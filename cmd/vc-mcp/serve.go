@@ -46,6 +46,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer closeLog()
 
+	if cfg.HTTPAddr == "" && os.Getenv("VC_SHARE") != "off" {
+		// Every stdio host shares one server per data directory.
+		return runBridge(ctx, cfg, args, stdin, stdout, log)
+	}
+
 	var httpListener net.Listener
 	if cfg.HTTPAddr != "" {
 		// Check and bind before opening the store, so a bad address costs nothing.
@@ -61,7 +66,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer sm.close()
-	store, err := memory.Open(ctx, opts)
+	store, release, err := openShared(ctx, cfg, opts, httpListener != nil, log)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", cfg.DataDir, err)
 	}
@@ -69,7 +74,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 	srv := mcp.NewServer(store, mcp.Options{Version: buildVersion(), Logger: log, Sampling: sm.sampling})
 	if httpListener != nil {
+		stopOwner := serveSocket(ctx, srv, cfg, httpListener.Addr().String(), log)
+		release()
 		err = serveHTTP(ctx, httpListener, srv, cfg, log, stderr)
+		stopOwner()
 	} else {
 		err = mcp.ServeStdio(ctx, srv, stdin, stdout, log)
 	}

@@ -16,8 +16,9 @@ const summariesUsage = `usage:
 
 Rebuilds segment (Layer 1) and tag (Layer 2) summaries from the master log
 with the configured summariser (an LLM when one is set up, extractive
-otherwise), replacing the old ones atomically per conversation. The data
-directory must not be in use by a server.
+otherwise), replacing the old ones atomically per conversation. A shared
+server using the data directory is stopped meanwhile; its hosts wait and
+reconnect afterwards.
 `
 
 // runSummaries runs "vc-mcp summaries ...".
@@ -76,6 +77,11 @@ func runSummaries(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	defer sm.close()
 	opts.Embedder = nil // regenerating summaries needs no vectors
+	release, err := exclusive(ctx, cfg, &opts)
+	if err != nil {
+		return fmt.Errorf("summaries regenerate: %w", err)
+	}
+	defer release()
 	store, err := memory.Open(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", cfg.DataDir, err)

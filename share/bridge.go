@@ -1,0 +1,384 @@
+package share
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+)
+
+// RestartedMessage answers a request that was in flight when the shared
+// server went away and cannot safely be sent twice.
+const RestartedMessage = "vc-mcp restarted its shared server; retry"
+
+// replayID is the id of the bridge's own initialize, replayed to each new
+// owner; its answer is not the host's and is swallowed.
+var replayID = json.RawMessage(`"vc-mcp-bridge-initialize"`)
+
+// Bridge connects one stdio host to the shared owner. It answers the host's
+// initialize itself (the same answer the owner would give: Local is built
+// like the owner's server), so the host never waits for an owner to start,
+// and replays that initialize to every owner it connects to.
+type Bridge struct {
+	Config Config
+	// Local answers initialize; only its initialize handler and tool
+	// annotations are used.
+	Local *mcpserver.MCPServer
+	Log   *slog.Logger
+
+	outMu sync.Mutex
+	out   io.Writer
+
+	mu          sync.Mutex
+	cond        *sync.Cond
+	conn        *Conn // nil while (re)connecting
+	refused     error // set while no usable owner can be had
+	closed      bool
+	initLine    []byte // the host's initialize with replayID
+	initialized bool
+	poke        chan struct{}
+
+	// ifMu guards inflight; it is taken after mu, never before, and the
+	// owner reader takes only it, so a slow owner never blocks its own
+	// answers.
+	ifMu     sync.Mutex
+	inflight map[string]pendingReq
+}
+
+type pendingReq struct {
+	id     json.RawMessage
+	line   []byte
+	method string
+	tool   string
+}
+
+// message is what the bridge reads of each line.
+type message struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// tool is the tool a tools/call names, if its params say.
+func (m message) tool() string {
+	var p struct {
+		Name string `json:"name"`
+	}
+	if m.Method != string(mcpgo.MethodToolsCall) || json.Unmarshal(m.Params, &p) != nil {
+		return ""
+	}
+	return p.Name
+}
+
+// Run forwards stdin to the owner and the owner's messages to stdout until
+// stdin ends or ctx is cancelled.
+func (b *Bridge) Run(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+	if b.Log == nil {
+		b.Log = slog.New(slog.DiscardHandler)
+	}
+	b.Config.Log = b.Log
+	b.out = stdout
+	b.cond = sync.NewCond(&b.mu)
+	b.inflight = map[string]pendingReq{}
+	b.poke = make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { b.supervise(ctx) })
+	stop := context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		b.closed = true
+		b.cond.Broadcast()
+		b.mu.Unlock()
+	})
+	defer stop()
+	// A read from stdin cannot be interrupted: on cancellation (SIGTERM)
+	// Run returns without waiting for it.
+	errc := make(chan error, 1)
+	go func() { errc <- b.readHost(ctx, stdin) }()
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+	}
+	cancel()
+	b.mu.Lock()
+	b.closed = true
+	if b.conn != nil {
+		b.conn.Close()
+	}
+	b.cond.Broadcast()
+	b.mu.Unlock()
+	return err
+}
+
+func (b *Bridge) readHost(ctx context.Context, stdin io.Reader) error {
+	r := bufio.NewReader(stdin)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			if len(line) == 0 || line[len(line)-1] != '\n' {
+				line = append(line, '\n')
+			}
+			b.fromHost(ctx, line)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("stdin: %w", err)
+		}
+	}
+}
+
+// fromHost handles one line from the host. A request is recorded as in
+// flight only when it is written to an owner, so a reconnection replays
+// exactly the requests that owner may not have answered.
+func (b *Bridge) fromHost(ctx context.Context, line []byte) {
+	var m message
+	if err := json.Unmarshal(line, &m); err != nil {
+		b.writeOut(mcpgo.NewJSONRPCError(mcpgo.NewRequestId(nil), mcpgo.PARSE_ERROR, "Parse error: each line must be one JSON-RPC message", nil))
+		return
+	}
+	isRequest := m.Method != "" && len(m.ID) > 0
+	switch m.Method {
+	case string(mcpgo.MethodInitialize):
+		b.writeOut(b.Local.HandleMessage(ctx, line))
+		if rewritten, err := withID(line, replayID); err == nil {
+			line = rewritten
+		}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.initLine, b.initialized = line, false
+		if b.conn != nil {
+			b.send(line)
+		}
+		return
+	case string(mcpgo.MethodNotificationInitialized):
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.initialized = true
+		if b.conn != nil {
+			b.send(line)
+		}
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.conn == nil && b.refused == nil && !b.closed {
+		b.cond.Wait()
+	}
+	switch {
+	case b.closed:
+		return
+	case b.conn == nil:
+		if isRequest {
+			b.writeOut(errorResponse(m.ID, b.refused.Error()))
+		}
+		select {
+		case b.poke <- struct{}{}:
+		default:
+		}
+		return
+	}
+	if isRequest {
+		b.ifMu.Lock()
+		b.inflight[string(m.ID)] = pendingReq{id: m.ID, line: line, method: m.Method, tool: m.tool()}
+		b.ifMu.Unlock()
+	}
+	b.send(line)
+}
+
+// send writes to the current owner, with b.mu held. A failed write is left
+// to the owner reader, which sees the connection end.
+func (b *Bridge) send(line []byte) {
+	if _, err := b.conn.Write(line); err != nil {
+		b.Log.Debug("write to the shared server failed", "err", err)
+		b.conn.Close()
+	}
+}
+
+func (b *Bridge) writeOut(msg any) {
+	if msg == nil {
+		return
+	}
+	var line []byte
+	switch v := msg.(type) {
+	case []byte:
+		line = v
+	default:
+		var err error
+		if line, err = json.Marshal(v); err != nil {
+			b.Log.Error("encode a message for the host", "err", err)
+			return
+		}
+		line = append(line, '\n')
+	}
+	b.outMu.Lock()
+	defer b.outMu.Unlock()
+	if _, err := b.out.Write(line); err != nil {
+		b.Log.Debug("write to the host failed", "err", err)
+	}
+}
+
+// supervise keeps a connection to an owner: it connects (starting an owner
+// if none runs), replays the host's initialize and the requests in flight,
+// and starts over when the owner goes.
+func (b *Bridge) supervise(ctx context.Context) {
+	for ctx.Err() == nil {
+		c, err := ConnectOrStart(ctx, b.Config)
+		if err == nil && c.Hello.Version != b.Config.Version {
+			c.Close()
+			err = versionError(b.Config, c.Hello)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			b.Log.Error("no shared vc-mcp server", "err", err)
+			b.refuse(err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-b.poke:
+			case <-time.After(5 * time.Second):
+			}
+			continue
+		}
+		b.Log.Info("connected to the shared vc-mcp server", "pid", c.Hello.PID, "version", c.Hello.Version, "kind", c.Hello.Kind)
+		if !b.install(c) {
+			c.Close()
+			return
+		}
+		b.readOwner(c)
+		b.mu.Lock()
+		b.conn = nil
+		closed := b.closed
+		b.mu.Unlock()
+		c.Close()
+		if closed {
+			return
+		}
+		b.Log.Warn("the shared vc-mcp server went away; reconnecting", "pid", c.Hello.PID)
+	}
+}
+
+// refuse answers every request in flight with err and keeps answering new
+// ones so until an owner is usable again.
+func (b *Bridge) refuse(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refused = err
+	b.ifMu.Lock()
+	defer b.ifMu.Unlock()
+	for k, p := range b.inflight {
+		delete(b.inflight, k)
+		b.writeOut(errorResponse(p.id, err.Error()))
+	}
+	b.cond.Broadcast()
+}
+
+// install makes c the current owner after replaying the session to it.
+func (b *Bridge) install(c *Conn) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	b.conn, b.refused = c, nil
+	if b.initLine != nil {
+		b.send(b.initLine)
+		if b.initialized {
+			b.send([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"))
+		}
+	}
+	b.ifMu.Lock()
+	defer b.ifMu.Unlock()
+	for k, p := range b.inflight {
+		if b.retryable(p) {
+			b.Log.Info("retrying a request the previous server did not answer", "method", p.method, "tool", p.tool)
+			b.send(p.line)
+			continue
+		}
+		delete(b.inflight, k)
+		b.writeOut(errorResponse(p.id, RestartedMessage))
+	}
+	b.cond.Broadcast()
+	return true
+}
+
+// retryable: everything but tool calls reads; a tool call is sent again
+// when the tool says it is read-only or idempotent (compact_context is by
+// design: messages it already stored are not stored twice).
+func (b *Bridge) retryable(p pendingReq) bool {
+	if p.method != string(mcpgo.MethodToolsCall) {
+		return true
+	}
+	t := b.Local.GetTool(p.tool)
+	if t == nil {
+		return false
+	}
+	a := t.Tool.Annotations
+	return (a.ReadOnlyHint != nil && *a.ReadOnlyHint) || (a.IdempotentHint != nil && *a.IdempotentHint)
+}
+
+// readOwner copies the owner's messages to the host until the connection
+// ends, settling the requests they answer.
+func (b *Bridge) readOwner(c *Conn) {
+	r := bufio.NewReaderSize(c, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			if m, ok := peek(line); ok && m.Method == "" && len(m.ID) > 0 {
+				if bytes.Equal(m.ID, replayID) {
+					continue
+				}
+				b.ifMu.Lock()
+				delete(b.inflight, string(m.ID))
+				b.ifMu.Unlock()
+			}
+			b.writeOut(line)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func errorResponse(id json.RawMessage, msg string) any {
+	return struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{-32000, msg}}
+}
+
+// withID returns line with its id replaced.
+func withID(line []byte, id json.RawMessage) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		return nil, err
+	}
+	m["id"] = id
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}

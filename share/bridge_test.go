@@ -1,0 +1,211 @@
+package share
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+)
+
+func testServer(name string) *mcpserver.MCPServer {
+	s := mcpserver.NewMCPServer("vc-mcp", "1", mcpserver.WithToolCapabilities(false))
+	slow := func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		select {
+		case <-time.After(300 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return mcpgo.NewToolResultText(req.Params.Name + " from " + name), nil
+	}
+	s.AddTool(mcpgo.NewTool("safe", mcpgo.WithIdempotentHintAnnotation(true)), slow)
+	s.AddTool(mcpgo.NewTool("unsafe", mcpgo.WithIdempotentHintAnnotation(false), mcpgo.WithReadOnlyHintAnnotation(false)), slow)
+	return s
+}
+
+// serveOwner runs an in-process owner on dir until the returned stop is
+// called.
+func serveOwner(t *testing.T, dir, name string) (stop func()) {
+	t.Helper()
+	l, err := Listen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o := &Owner{Server: testServer(name), Version: "1", Kind: "daemon", DataDir: dir}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := o.Serve(ctx, l); err != nil && !errors.Is(err, net.ErrClosed) {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// crashingOwner accepts one bridge, answers its hello and initialize, and
+// dies (closes everything) once it has received n tool calls, answering
+// none: an owner killed with requests in flight.
+func crashingOwner(t *testing.T, dir string, n int) (dead <-chan struct{}) {
+	t.Helper()
+	l, err := Listen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer l.Close()
+		c, err := l.Accept()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		r := bufio.NewReader(c)
+		if _, err := r.ReadBytes('\n'); err != nil {
+			t.Error(err)
+			return
+		}
+		b, _ := json.Marshal(Hello{Proto: protoVersion, PID: 1, Version: "1", Kind: "daemon", DataDir: dir})
+		c.Write(append(b, '\n'))
+		calls := 0
+		for calls < n {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if strings.Contains(string(line), `"tools/call"`) {
+				calls++
+			}
+		}
+	}()
+	return done
+}
+
+// TestBridgeHandOver: the owner dies with two calls in flight; the bridge
+// reconnects to the next owner, retries the idempotent call there and
+// answers the other with the retry error.
+func TestBridgeHandOver(t *testing.T) {
+	dir := t.TempDir()
+	dead := crashingOwner(t, dir, 2)
+
+	hostIn, bridgeIn := io.Pipe()   // host writes -> bridge reads
+	bridgeOut, hostOut := io.Pipe() // bridge writes -> host reads
+	b := &Bridge{Config: Config{DataDir: dir, Version: "1", StartTimeout: 20 * time.Second}, Local: testServer("local")}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	bridgeDone := make(chan error, 1)
+	go func() { bridgeDone <- b.Run(ctx, hostIn, hostOut) }()
+
+	c := client.NewClient(transport.NewIO(bridgeOut, bridgeIn, nil))
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcpgo.InitializeRequest{}
+	init.Params.ProtocolVersion = mcpgo.LATEST_LEGACY_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcpgo.Implementation{Name: "host", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	callTool := func(name string) (string, error) {
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name = name
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			return "", err
+		}
+		return res.Content[0].(mcpgo.TextContent).Text, nil
+	}
+	var wg sync.WaitGroup
+	var safe, unsafe string
+	var safeErr, unsafeErr error
+	wg.Go(func() { safe, safeErr = callTool("safe") })
+	wg.Go(func() { unsafe, unsafeErr = callTool("unsafe") })
+	<-dead
+	stop2 := serveOwner(t, dir, "owner-2")
+	defer stop2()
+	wg.Wait()
+	if safeErr != nil || safe != "safe from owner-2" {
+		t.Errorf("idempotent call in flight: %q, %v; want it retried on owner-2", safe, safeErr)
+	}
+	if unsafeErr == nil || !strings.Contains(unsafeErr.Error(), RestartedMessage) {
+		t.Errorf("non-idempotent call in flight: %q, %v; want %q", unsafe, unsafeErr, RestartedMessage)
+	}
+	if got, err := callTool("unsafe"); err != nil || got != "unsafe from owner-2" {
+		t.Errorf("after the hand-over: %q, %v", got, err)
+	}
+	st, err := Status(ctx, dir)
+	if err != nil || len(st.Hosts) != 1 || st.Hosts[0].Name != "host" {
+		t.Errorf("status after the hand-over: %+v, %v; want the replayed initialize's client info", st, err)
+	}
+	bridgeIn.Close()
+	select {
+	case err := <-bridgeDone:
+		if err != nil {
+			t.Errorf("bridge: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("bridge did not end with its stdin")
+	}
+}
+
+func TestSocketPathFits(t *testing.T) {
+	long := "/" + strings.Repeat("d", 200)
+	if p := SocketPath(long); len(p) > maxSocketPath {
+		t.Errorf("SocketPath(long) = %s (%d bytes), over %d", p, len(p), maxSocketPath)
+	}
+	if a, b := SocketPath(long), SocketPath(long+"x"); a == b {
+		t.Errorf("two data dirs share the socket %s", a)
+	}
+	if p := SocketPath("/tmp/x"); p != "/tmp/x/vc-mcp.sock" {
+		t.Errorf("short dir: %s, want the socket inside it", p)
+	}
+}
+
+// TestOwnerStopDrains: an owner asked to stop answers the requests it has
+// started before it closes the connection.
+func TestOwnerStopDrains(t *testing.T) {
+	dir := t.TempDir()
+	stop := serveOwner(t, dir, "owner-1")
+	c, err := ConnectOrStart(context.Background(), Config{DataDir: dir, Version: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := client.NewClient(transport.NewIO(c, c, nil))
+	ctx := context.Background()
+	if err := cl.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcpgo.InitializeRequest{}
+	init.Params.ProtocolVersion = mcpgo.LATEST_LEGACY_PROTOCOL_VERSION
+	if _, err := cl.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name = "unsafe"
+		res, err := cl.CallTool(ctx, req)
+		if err == nil && res.Content[0].(mcpgo.TextContent).Text != "unsafe from owner-1" {
+			err = errors.New("wrong answer")
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	stop()
+	if err := <-got; err != nil {
+		t.Errorf("call in flight during a stop: %v; want it answered", err)
+	}
+}

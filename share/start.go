@@ -1,0 +1,254 @@
+package share
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+)
+
+// Config says how to reach, and if needed start, the owner of a data
+// directory.
+type Config struct {
+	DataDir string
+	// Version is this binary's version; an owner of another version is not
+	// used (see ErrVersion).
+	Version string
+	// OwnerArgs start an owner: the executable's arguments, e.g.
+	// ["daemon", "--data-dir", dir]. Empty: never start one, wait up to
+	// StartTimeout for another process to.
+	OwnerArgs []string
+	// Executable defaults to os.Executable().
+	Executable string
+	// Env is the owner's environment (default os.Environ()).
+	Env []string
+	// StartTimeout bounds the wait for an owner to accept connections
+	// (default 2 minutes: opening a large store replays its logs).
+	StartTimeout time.Duration
+	Log          *slog.Logger
+}
+
+// LogFile is where a started owner's stderr goes.
+func LogFile(dataDir string) string { return filepath.Join(dataDir, "daemon.log") }
+
+// ErrVersion means the owner runs another version of vc-mcp.
+var ErrVersion = errors.New("the shared vc-mcp server runs another version")
+
+func versionError(cfg Config, h Hello) error {
+	return fmt.Errorf("%w: %s is served by vc-mcp %s (pid %d, since %s) and this is vc-mcp %s; "+
+		"run `vc-mcp daemon stop --data-dir %s` (or quit the hosts using the old version) and retry: the next request starts a server of this version",
+		ErrVersion, cfg.DataDir, h.Version, h.PID, h.Since.Format(time.RFC3339), cfg.Version, cfg.DataDir)
+}
+
+// ConnectOrStart connects to dataDir's owner for one MCP session, starting
+// an owner process when none listens. Several callers may race: the data
+// directory's lock lets exactly one started owner serve, the others exit
+// and everyone connects to the winner. The caller checks Hello.Version.
+func ConnectOrStart(ctx context.Context, cfg Config) (*Conn, error) {
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 2 * time.Minute
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	deadline := time.Now().Add(cfg.StartTimeout)
+	var exited chan error
+	wait := 5 * time.Millisecond
+	for {
+		conn, r, h, err := connect(ctx, cfg.DataDir, ModeMCP, cfg.Version)
+		if err == nil {
+			return &Conn{Conn: conn, r: r, Hello: h}, nil
+		}
+		if !errors.Is(err, ErrNoOwner) {
+			return nil, err
+		}
+		if exited == nil && len(cfg.OwnerArgs) > 0 {
+			if exited, err = startOwner(cfg); err != nil {
+				return nil, err
+			}
+		}
+		select {
+		case err := <-exited:
+			// Exit status 0: another owner won the lock (or one stopped
+			// on request); look again, and start another if none listens.
+			exited = nil
+			if err != nil {
+				return nil, fmt.Errorf("vc-mcp daemon for %s failed: %w%s", cfg.DataDir, err, logTail(cfg.DataDir))
+			}
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if wait < 100*time.Millisecond {
+			wait *= 2
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no vc-mcp server for %s accepted connections within %s%s", cfg.DataDir, cfg.StartTimeout, logTail(cfg.DataDir))
+		}
+	}
+}
+
+// startOwner starts a detached owner process; its exit status arrives on
+// the channel.
+func startOwner(cfg Config) (chan error, error) {
+	exe := cfg.Executable
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("start vc-mcp daemon: %w", err)
+		}
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("start vc-mcp daemon: %w", err)
+	}
+	logf, err := os.OpenFile(LogFile(cfg.DataDir), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("start vc-mcp daemon: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, cfg.OwnerArgs...)
+	cmd.Env = cfg.Env
+	cmd.Dir = cfg.DataDir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	detach(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start vc-mcp daemon: %w", err)
+	}
+	cfg.Log.Info("started a vc-mcp daemon", "pid", cmd.Process.Pid, "data_dir", cfg.DataDir)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	return exited, nil
+}
+
+// logTail is the end of the owner's log, for error messages.
+func logTail(dataDir string) string {
+	b, err := os.ReadFile(LogFile(dataDir))
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	b = bytes.TrimSpace(b)
+	if i := len(b) - 600; i > 0 {
+		b = b[i:]
+	}
+	return "; the end of " + LogFile(dataDir) + ":\n" + string(b)
+}
+
+// Status asks dataDir's owner who it is and who is connected. It never
+// starts one: ErrNoOwner when nobody serves the directory.
+func Status(ctx context.Context, dataDir string) (Hello, error) {
+	conn, _, h, err := connect(ctx, dataDir, ModeStatus, "")
+	if err != nil {
+		return Hello{}, err
+	}
+	conn.Close()
+	return h, nil
+}
+
+// Stop asks dataDir's owner to close its sessions and exit, and waits until
+// its socket is gone. Hosts' bridges reconnect by themselves. It returns
+// the stopped owner's Hello, or ErrNoOwner.
+func Stop(ctx context.Context, dataDir, version string) (Hello, error) {
+	conn, r, h, err := connect(ctx, dataDir, ModeStop, version)
+	if err != nil {
+		return Hello{}, err
+	}
+	// The owner closes the connection when it goes.
+	_, _ = r.ReadByte()
+	conn.Close()
+	for {
+		if !processAlive(h.PID) || h.PID == os.Getpid() {
+			return h, nil
+		}
+		select {
+		case <-ctx.Done():
+			return h, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Dial returns an mcp-go client connected to dataDir's owner (started if
+// needed), for adapters that need the shared memory (the CLI, the proxy).
+// The caller initializes it and closes it.
+func Dial(ctx context.Context, cfg Config) (*client.Client, error) {
+	c, err := ConnectOrStart(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if c.Hello.Version != cfg.Version {
+		c.Close()
+		return nil, versionError(cfg, c.Hello)
+	}
+	tr := transport.NewIO(c.r, c.Conn, nil)
+	cl := client.NewClient(tr)
+	if err := cl.Start(ctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("connect to %s: %w", SocketPath(cfg.DataDir), err)
+	}
+	return cl, nil
+}
+
+// holdFile marks that a process needs the data directory for itself (a
+// rebuild): owners wait for it to go before opening the store.
+func holdFile(dataDir string) string { return filepath.Join(dataDir, "vc-mcp.hold") }
+
+// Exclusive takes dataDir for this process: it keeps new owners from
+// starting, stops the running one (its hosts' bridges wait and reconnect
+// afterwards) and returns a release function. The caller then opens the
+// store itself.
+func Exclusive(ctx context.Context, dataDir, version string) (release func(), err error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(holdFile(dataDir), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		return nil, fmt.Errorf("hold %s: %w", dataDir, err)
+	}
+	release = func() { _ = os.Remove(holdFile(dataDir)) }
+	h, err := Stop(ctx, dataDir, version)
+	switch {
+	case errors.Is(err, ErrNoOwner):
+	case err != nil:
+		release()
+		return nil, err
+	case h.Kind == "http":
+		// Stopping a `serve --http` would cut its HTTP clients off.
+		release()
+		return nil, fmt.Errorf("%s is served by `vc-mcp serve --http` (pid %d at %s): stop it first", dataDir, h.PID, h.Addr)
+	}
+	return release, nil
+}
+
+// WaitHold waits while another live process holds dataDir (see Exclusive).
+func WaitHold(ctx context.Context, dataDir string, log *slog.Logger) error {
+	logged := false
+	for {
+		b, err := os.ReadFile(holdFile(dataDir))
+		if err != nil {
+			return nil
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		if pid <= 0 || !processAlive(pid) {
+			_ = os.Remove(holdFile(dataDir))
+			return nil
+		}
+		if !logged && log != nil {
+			log.Info("waiting for another vc-mcp command to release the data directory", "pid", pid)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
