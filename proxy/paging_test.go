@@ -50,7 +50,7 @@ func TestPagingRound(t *testing.T) {
 			if status != 200 {
 				t.Fatalf("status %d: %s", status, out)
 			}
-			got := h.up.requests()
+			got := h.up.Requests()
 			if len(got) != 3 {
 				t.Fatalf("upstream got %d requests, want 3 (turn 1, the paging call, its continuation)", len(got))
 			}
@@ -127,7 +127,7 @@ func TestEngineFailure(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("status %d: %s", status, out)
 	}
-	if got := h.up.last(t).Body; !bytes.Equal(got, raw) {
+	if got := h.up.Last(t).Body; !bytes.Equal(got, raw) {
 		t.Fatalf("upstream got a modified body:\n got %s\nwant %s", got, raw)
 	}
 	status, out = h.post(t, path, raw, nil)
@@ -170,7 +170,7 @@ func TestToolPairsKept(t *testing.T) {
 			t.Fatalf("status %d: %s", status, out)
 		}
 		h.drain(t)
-		return h.up.last(t)
+		return h.up.Last(t)
 	}
 	send("Kubernetes pod autoscaling again?")
 	got := send("More about Kubernetes pods autoscaling please")

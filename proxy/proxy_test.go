@@ -213,7 +213,7 @@ func TestRoundTrip(t *testing.T) {
 					if !strings.HasPrefix(text, replies[turn]) {
 						t.Fatalf("turn %d: answer %q does not start with the model's %q", turn, text, replies[turn])
 					}
-					got := h.up.last(t)
+					got := h.up.Last(t)
 					if got.Header.Get("x-api-key") != "sk-test-secret" {
 						t.Fatalf("turn %d: credential not passed through: %q", turn, got.Header.Get("x-api-key"))
 					}
@@ -226,10 +226,10 @@ func TestRoundTrip(t *testing.T) {
 						texts = append(texts, text, next[turn])
 					}
 				}
-				if sys := systemText(t, format, h.up.last(t).Body); !strings.Contains(sys, "Marigold") || !strings.Contains(sys, "virtual-context") {
+				if sys := systemText(t, format, h.up.Last(t).Body); !strings.Contains(sys, "Marigold") || !strings.Contains(sys, "virtual-context") {
 					t.Fatalf("turn 3: recall not injected into the system prompt: %s", sys)
 				}
-				if sys := systemText(t, format, h.up.requests()[0].Body); strings.Contains(sys, "virtual-context") {
+				if sys := systemText(t, format, h.up.Requests()[0].Body); strings.Contains(sys, "virtual-context") {
 					t.Fatalf("turn 1: nothing to recall yet, but injected: %s", sys)
 				}
 			})

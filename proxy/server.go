@@ -216,6 +216,10 @@ func (s *Server) prepareBounded(ctx context.Context, d dialect, path string, bod
 	}()
 	select {
 	case res := <-ch:
+		if res.err == nil && ctx.Err() != nil {
+			// Done, but past the budget: the user is not kept waiting for it.
+			res.err = fmt.Errorf("memory took longer than %s", s.opts.EngineTimeout)
+		}
 		if res.err == nil {
 			*rec = res.rec
 		}
@@ -330,6 +334,7 @@ func (s *Server) prepare(ctx context.Context, d dialect, path string, body []byt
 		if p.paging {
 			text += "\nMemory tools: vc_find_quote finds exact past words, names and numbers; vc_expand_topic reads a topic in full; vc_collapse_topic frees room."
 		}
+		rec.Injected = text
 		var err error
 		if p.msgs, err = d.system(p.body, p.msgs, text); err != nil {
 			return nil, err
