@@ -12,12 +12,16 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/vc-mcp/vc-mcp/memory"
 )
+
+// mcpToolName matches the paging tools' MCP names (not already prefixed).
+var mcpToolName = regexp.MustCompile(`\b(expand_topic|collapse_topic|find_quote)\b`)
 
 // maxBody bounds a request body the proxy reads (larger ones are refused
 // with 413: no chat request is that big).
@@ -332,6 +336,8 @@ func (s *Server) prepare(ctx context.Context, d dialect, path string, body []byt
 	if inject != "" {
 		text := "<virtual-context>\nRelevant memory of this conversation (earlier turns may be left out of the history below):\n" + inject + "\n</virtual-context>"
 		if p.paging {
+			// memory's hint names its MCP tools; here they carry the vc_ prefix.
+			text = mcpToolName.ReplaceAllString(text, "vc_$1")
 			text += "\nMemory tools: vc_find_quote finds exact past words, names and numbers; vc_expand_topic reads a topic in full; vc_collapse_topic frees room."
 		}
 		rec.Injected = text
