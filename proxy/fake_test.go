@@ -39,7 +39,7 @@ type harness struct {
 	url   string
 }
 
-func newHarness(t *testing.T, answer proxytest.AnswerFunc, tweak func(*proxy.Options)) *harness {
+func newHarness(t testing.TB, answer proxytest.AnswerFunc, tweak func(*proxy.Options)) *harness {
 	t.Helper()
 	store, err := memory.Open(context.Background(), memory.Options{Dir: t.TempDir()})
 	if err != nil {
@@ -70,7 +70,7 @@ func newHarness(t *testing.T, answer proxytest.AnswerFunc, tweak func(*proxy.Opt
 	return &harness{store: store, proxy: p, up: up, url: "http://" + l.Addr().String()}
 }
 
-func (h *harness) drain(t *testing.T) {
+func (h *harness) drain(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -80,7 +80,7 @@ func (h *harness) drain(t *testing.T) {
 }
 
 // post sends a body to the proxy and returns the status and answer.
-func (h *harness) post(t *testing.T, path string, body any, header map[string]string) (int, []byte) {
+func (h *harness) post(t testing.TB, path string, body any, header map[string]string) (int, []byte) {
 	t.Helper()
 	var data []byte
 	switch b := body.(type) {

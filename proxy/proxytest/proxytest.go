@@ -35,7 +35,7 @@ type Upstream struct {
 	answer AnswerFunc
 }
 
-func NewUpstream(t *testing.T, answer AnswerFunc) *Upstream {
+func NewUpstream(t testing.TB, answer AnswerFunc) *Upstream {
 	t.Helper()
 	u := &Upstream{answer: answer}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -78,7 +78,7 @@ func (u *Upstream) Requests() []Seen {
 	return append([]Seen(nil), u.got...)
 }
 
-func (u *Upstream) Last(t *testing.T) Seen {
+func (u *Upstream) Last(t testing.TB) Seen {
 	t.Helper()
 	r := u.Requests()
 	if len(r) == 0 {
