@@ -102,4 +102,3 @@ func percentile(xs []float64, p float64) float64 {
 	i := int(float64(len(s)-1) * p / 100)
 	return s[i]
 }
-
