@@ -26,7 +26,8 @@ func benchTurn(r *rand.Rand, i int) string {
 // conversation of 10,000 stored turns: prepare (session, recall, filter,
 // injection: the time before the upstream sees a byte) and the whole
 // overhead (prepare plus writing the answer), as p50 and p99, against an
-// upstream that answers at once.
+// upstream that answers at once; and memory.Recall alone on the same
+// query, which is most of prepare.
 //
 //	go test -run '^$' -bench Overhead -benchtime 200x ./proxy/
 func BenchmarkOverhead(b *testing.B) {
@@ -65,6 +66,7 @@ func BenchmarkOverhead(b *testing.B) {
 	}
 	prepare := make([]float64, 0, b.N)
 	overhead := make([]float64, 0, b.N)
+	recall := make([]float64, 0, b.N) // memory.Recall alone, same query, for the split
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
@@ -80,6 +82,11 @@ func BenchmarkOverhead(b *testing.B) {
 			b.Fatalf("passthrough: %s", rec.Passthrough)
 		}
 		prepare = append(prepare, rec.PrepareMS)
+		t0 := time.Now()
+		if _, err := h.store.Recall(ctx, memory.RecallRequest{ConversationID: conv, Message: q, MaxTokens: 2000}); err != nil {
+			b.Fatal(err)
+		}
+		recall = append(recall, float64(time.Since(t0).Microseconds())/1000)
 		overhead = append(overhead, rec.OverheadMS)
 		dctx, cancel := context.WithTimeout(ctx, time.Minute)
 		h.proxy.Drain(dctx)
@@ -91,6 +98,8 @@ func BenchmarkOverhead(b *testing.B) {
 	b.ReportMetric(percentile(prepare, 99), "prepare-p99-ms")
 	b.ReportMetric(percentile(overhead, 50), "overhead-p50-ms")
 	b.ReportMetric(percentile(overhead, 99), "overhead-p99-ms")
+	b.ReportMetric(percentile(recall, 50), "recall-alone-p50-ms")
+	b.ReportMetric(percentile(recall, 99), "recall-alone-p99-ms")
 }
 
 func percentile(xs []float64, p float64) float64 {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -140,8 +141,12 @@ type Journal struct {
 	subs     map[chan Event]struct{}
 }
 
-// maxBodies is how many raw request bodies are kept.
-const maxBodies = 50
+// maxBodies is how many raw request bodies are kept, maxKeptBody the
+// largest one kept whole.
+const (
+	maxBodies   = 50
+	maxKeptBody = 2 << 20
+)
 
 // NewJournal keeps the last limit records (default 500).
 func NewJournal(limit int) *Journal {
@@ -161,7 +166,11 @@ func (j *Journal) add(r Record, body []byte) int64 {
 		j.records = j.records[len(j.records)-j.limit:]
 	}
 	if json.Valid(body) {
-		j.bodies = append(j.bodies, RawBody{ID: r.ID, Time: r.Time, Path: r.Path, Body: append(json.RawMessage(nil), body...)})
+		kept := append(json.RawMessage(nil), body...)
+		if len(body) > maxKeptBody {
+			kept, _ = json.Marshal(fmt.Sprintf("(a body of %d bytes: over the %d kept)", len(body), maxKeptBody))
+		}
+		j.bodies = append(j.bodies, RawBody{ID: r.ID, Time: r.Time, Path: r.Path, Body: kept})
 		if len(j.bodies) > maxBodies {
 			j.bodies = j.bodies[len(j.bodies)-maxBodies:]
 		}

@@ -223,3 +223,37 @@ func TestToolPairsKept(t *testing.T) {
 		t.Fatalf("a same-topic turn was dropped: %s", got.Body)
 	}
 }
+
+// TestToolPolicy (seed 002 at the request level): "always" tools go
+// upstream, "agent" tools only when the message is similar enough, and
+// every decision is recorded with its reason.
+func TestToolPolicy(t *testing.T) {
+	h := newHarness(t, func(n int, s seen) (string, []byte) {
+		return textAnswer(proxy.FormatOpenAI, false, "ok")
+	}, func(o *proxy.Options) {
+		o.Tools = &proxy.ToolPolicy{Default: "agent", Threshold: 0.3, Include: map[string]string{"run_shell": "always"}}
+	})
+	tool := func(name, desc string) map[string]any {
+		return map[string]any{"type": "function", "function": map[string]any{"name": name, "description": desc, "parameters": map[string]any{"type": "object"}}}
+	}
+	path, body := chat(proxy.FormatOpenAI, false, "What is the weather forecast in Lisbon?")
+	body["tools"] = []any{tool("run_shell", "Run a shell command"), tool("get_weather", "Weather forecast for a city"), tool("send_email", "Send an email message")}
+	if status, out := h.post(t, path, body, nil); status != 200 {
+		t.Fatalf("status %d: %s", status, out)
+	}
+	got := string(h.up.Last(t).Body)
+	for name, want := range map[string]bool{"run_shell": true, "get_weather": true, "send_email": false} {
+		if strings.Contains(got, `"`+name+`"`) != want {
+			t.Errorf("tool %s forwarded: %t, want %t", name, !want, want)
+		}
+	}
+	rec := h.proxy.Journal().Snapshot().Records[0]
+	if len(rec.Tools) != 3 {
+		t.Fatalf("recorded %d tool decisions, want 3: %+v", len(rec.Tools), rec.Tools)
+	}
+	for _, d := range rec.Tools {
+		if d.Why == "" || (d.Name == "send_email") == d.Kept {
+			t.Errorf("decision %+v", d)
+		}
+	}
+}
