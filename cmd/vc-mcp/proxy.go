@@ -146,7 +146,7 @@ func proxyInstances(pf proxyFlags, f proxyFile) ([]proxyInstance, error) {
 			return fmt.Errorf("%s: %w", where, err)
 		}
 		for _, o := range out {
-			if o.listen == listen {
+			if o.listen == listen && !strings.HasSuffix(listen, ":0") {
 				return fmt.Errorf("%s: listen address %s is used twice", where, listen)
 			}
 		}

@@ -550,3 +550,71 @@ func TestProxyBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyInstances: a config file lists two instances (different
+// upstreams and formats) that share one memory: what went through one is
+// found over MCP on the other's port.
+func TestProxyInstances(t *testing.T) {
+	upA := proxytest.NewUpstream(t, func(n int, s proxytest.Seen) (string, []byte) {
+		return "application/json", proxytest.AnthropicText("Stored: the lighthouse keeper is Ingrid.")
+	})
+	upB := proxytest.NewUpstream(t, func(n int, s proxytest.Seen) (string, []byte) {
+		return "application/json", proxytest.OpenAIText("ok")
+	})
+	cfg := filepath.Join(t.TempDir(), "proxy.yaml")
+	yaml := fmt.Sprintf("instances:\n  - {listen: 127.0.0.1:0, upstream: %s, label: claude, format: anthropic}\n  - {listen: 127.0.0.1:0, upstream: %s, label: gpt, format: openai}\n", upA.URL, upB.URL)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "proxy", "--proxy-config", cfg, "--data-dir", t.TempDir())
+	cmd.Env = childEnv(t)
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+	bases := map[string]string{}
+	lines := bufio.NewScanner(pipe)
+	for len(bases) < 2 && lines.Scan() {
+		if m := regexp.MustCompile(`vc-mcp proxy (\S+): (http://\S+) ->`).FindStringSubmatch(lines.Text()); m != nil {
+			bases[m[1]] = m[2]
+		}
+	}
+	if len(bases) != 2 {
+		t.Fatalf("instances reported: %v", bases)
+	}
+	go func() {
+		for lines.Scan() {
+		}
+	}()
+	body := `{"model":"claude-vc-test","max_tokens":50,"messages":[{"role":"user","content":"The lighthouse keeper is Ingrid."}]}`
+	resp, err := http.Post(bases["claude"]+"/v1/messages", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	json.NewDecoder(resp.Body).Decode(&answer)
+	resp.Body.Close()
+	m := sessionMarker.FindStringSubmatch(answer.Content[0].Text)
+	if m == nil {
+		t.Fatalf("no marker in %+v", answer)
+	}
+	waitStored(t, bases["gpt"], 1) // one journal: the other port's dashboard sees it
+	c, err := client.NewStreamableHttpClient(bases["gpt"] + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	initialize(t, c)
+	if res := mustOK(t, c, "find_quote", map[string]any{"conversation_id": m[1], "query": "lighthouse keeper"}); !strings.Contains(text(res), "Ingrid") {
+		t.Fatalf("find_quote on the other instance: %s", text(res))
+	}
+}
