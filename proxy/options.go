@@ -73,8 +73,8 @@ type Options struct {
 	Client *http.Client
 	// Journal receives a record of every request (nil: a private one).
 	Journal *Journal
-	// Log receives operational logs; LineOut the one line per request
-	// (default: os.Stderr via the caller; nil = none).
+	// Log receives operational logs (default: discard); LineOut the one
+	// line per request (nil: none).
 	Log     *slog.Logger
 	LineOut io.Writer
 	// Now is the clock (tests).

@@ -38,6 +38,9 @@ type Server struct {
 	bg       sync.WaitGroup
 }
 
+// maxSessions bounds the conversations a process remembers tags for.
+const maxSessions = 10_000
+
 // session is one conversation seen by this process.
 type session struct {
 	id string
@@ -380,6 +383,14 @@ func (s *Server) session(id string) (*session, bool) {
 	defer s.mu.Unlock()
 	if ss, ok := s.sessions[id]; ok {
 		return ss, false
+	}
+	if len(s.sessions) >= maxSessions {
+		// Forget some other session: its turns' tags are only a filter hint
+		// (unknown tags keep a turn), and memory keeps everything.
+		for k := range s.sessions {
+			delete(s.sessions, k)
+			break
+		}
 	}
 	ss := &session{id: id, tags: map[[16]byte][]string{}}
 	s.sessions[id] = ss

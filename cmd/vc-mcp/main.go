@@ -41,7 +41,7 @@ const usage = `vc-mcp: persistent, token-budgeted conversation memory over MCP.
 usage:
   vc-mcp [serve] [flags]     serve MCP over stdio (the default), or --http 127.0.0.1:5757
                              for Streamable HTTP at /mcp and legacy SSE at /sse
-  vc-mcp proxy --upstream URL  memory for any OpenAI, Anthropic or Gemini client (see proxy -h)
+  vc-mcp proxy --upstream URL  an LLM API proxy that adds memory (OpenAI, Anthropic, Gemini)
   vc-mcp rebuild [flags]     recreate vc.db and the index from the master logs
   vc-mcp model ...           manage the local embedding model
   vc-mcp bench ...           run the benchmarks (locomo, scale)
