@@ -46,8 +46,10 @@ type session struct {
 	id string
 	// mu serialises the conversation's background stores, in order.
 	mu sync.Mutex
-	// tags of stored turns, by unitKey; guarded by Server.mu.
-	tags map[[16]byte][]string
+	// tags of stored turns, by unitKey, and whether anything was stored;
+	// guarded by Server.mu.
+	tags   map[[16]byte][]string
+	stored bool
 }
 
 // New checks opts and returns a proxy instance.
@@ -277,8 +279,8 @@ func (s *Server) prepare(ctx context.Context, d dialect, path string, body []byt
 	if !known {
 		sessionID = fingerprint(p.all, us[0])
 	}
-	p.sess, p.first = s.session(sessionID)
-	p.first = p.first && !known
+	p.sess = s.session(sessionID)
+	p.first = !known && !s.stored(p.sess)
 	rec.Session, rec.FirstSight = sessionID, p.first
 	if p.first {
 		for _, u := range us[:len(us)-1] {
@@ -377,12 +379,12 @@ func fingerprint(all []message, first unit) string {
 	return "px-" + hex.EncodeToString(h.Sum(nil)[:10])
 }
 
-// session returns the session, and whether it is new to this process.
-func (s *Server) session(id string) (*session, bool) {
+// session returns the session, new or known to this process.
+func (s *Server) session(id string) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ss, ok := s.sessions[id]; ok {
-		return ss, false
+		return ss
 	}
 	if len(s.sessions) >= maxSessions {
 		// Forget some other session: its turns' tags are only a filter hint
@@ -394,7 +396,16 @@ func (s *Server) session(id string) (*session, bool) {
 	}
 	ss := &session{id: id, tags: map[[16]byte][]string{}}
 	s.sessions[id] = ss
-	return ss, true
+	return ss
+}
+
+// stored reports whether an exchange of the session has gone to memory
+// (so its earlier history has too): until then a request without a marker
+// is a first sight, even after one that failed.
+func (s *Server) stored(ss *session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ss.stored
 }
 
 func (s *Server) tagsOf(ss *session) func([16]byte) ([]string, bool) {
@@ -729,6 +740,9 @@ func nextEvent(r *bufio.Reader) (raw, data []byte, err error) {
 // turn with the model's answer (forcing compaction past the model's soft
 // threshold), and records the answer's tags.
 func (s *Server) store(p *plan, rep reply, id int64) {
+	s.mu.Lock()
+	p.sess.stored = true
+	s.mu.Unlock()
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
