@@ -80,3 +80,13 @@ lint:
 
 clean:
 	rm -rf bin
+
+## sdk-venv: the OpenAI and Anthropic Python SDKs the proxy's end-to-end tests drive (pinned in proxy/testdata/requirements.txt)
+VENV ?= .venv-test
+.PHONY: sdk-venv
+sdk-venv: $(VENV)/.installed
+$(VENV)/.installed: proxy/testdata/requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --disable-pip-version-check -q -r proxy/testdata/requirements.txt
+	touch $@
+test: sdk-venv

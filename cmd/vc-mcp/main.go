@@ -41,6 +41,7 @@ const usage = `vc-mcp: persistent, token-budgeted conversation memory over MCP.
 usage:
   vc-mcp [serve] [flags]     serve MCP over stdio (the default), or --http 127.0.0.1:5757
                              for Streamable HTTP at /mcp and legacy SSE at /sse
+  vc-mcp proxy --upstream URL  an LLM API proxy that adds memory (OpenAI, Anthropic, Gemini)
   vc-mcp rebuild [flags]     recreate vc.db and the index from the master logs
   vc-mcp model ...           manage the local embedding model
   vc-mcp bench ...           run the benchmarks (locomo, scale)
@@ -66,6 +67,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runServe(ctx, args, stdin, stdout, stderr)
 	case "rebuild":
 		return runRebuild(ctx, args, stderr)
+	case "proxy":
+		return runProxy(ctx, args, stdin, stdout, stderr)
 	case "model":
 		return runModel(ctx, args, stdin, stdout, stderr)
 	case "bench":

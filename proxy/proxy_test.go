@@ -1,0 +1,286 @@
+package proxy_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/vc-mcp/vc-mcp/proxy"
+)
+
+var markerRE = regexp.MustCompile(`<!-- vc:session=([A-Za-z0-9._:-]+) -->`)
+
+// chat builds a request body of a format from alternating user/assistant
+// texts (the last one is the user's new message).
+func chat(format proxy.Format, stream bool, texts ...string) (path string, body map[string]any) {
+	switch format {
+	case proxy.FormatOpenAI:
+		var msgs []any
+		msgs = append(msgs, map[string]string{"role": "system", "content": "You are terse."})
+		for i, t := range texts {
+			role := "user"
+			if i%2 == 1 {
+				role = "assistant"
+			}
+			msgs = append(msgs, map[string]string{"role": role, "content": t})
+		}
+		return "/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": msgs, "stream": stream}
+	case proxy.FormatAnthropic:
+		var msgs []any
+		for i, t := range texts {
+			role := "user"
+			if i%2 == 1 {
+				role = "assistant"
+			}
+			msgs = append(msgs, map[string]any{"role": role, "content": []any{map[string]string{"type": "text", "text": t}}})
+		}
+		return "/v1/messages", map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": "You are terse.", "messages": msgs, "stream": stream}
+	default:
+		var msgs []any
+		for i, t := range texts {
+			role := "user"
+			if i%2 == 1 {
+				role = "model"
+			}
+			msgs = append(msgs, map[string]any{"role": role, "parts": []any{map[string]string{"text": t}}})
+		}
+		p := "/v1beta/models/gemini-2.0-flash:generateContent"
+		if stream {
+			p = "/v1beta/models/gemini-2.0-flash:streamGenerateContent"
+		}
+		return p, map[string]any{"contents": msgs}
+	}
+}
+
+func textAnswer(format proxy.Format, stream bool, text string) (string, []byte) {
+	switch {
+	case format == proxy.FormatOpenAI && stream:
+		return "text/event-stream", openAIStream(splitWords(text)...)
+	case format == proxy.FormatOpenAI:
+		return "application/json", openAIText(text)
+	case format == proxy.FormatAnthropic && stream:
+		return "text/event-stream", anthropicStream(splitWords(text)...)
+	case format == proxy.FormatAnthropic:
+		return "application/json", anthropicText(text)
+	case stream:
+		return "text/event-stream", geminiStream(splitWords(text)...)
+	default:
+		return "application/json", geminiText(text)
+	}
+}
+
+func splitWords(s string) []string {
+	var out []string
+	for _, w := range strings.SplitAfter(s, " ") {
+		if w != "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// systemText returns what the upstream got as the system prompt.
+func systemText(t *testing.T, format proxy.Format, body []byte) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("upstream body: %v", err)
+	}
+	switch format {
+	case proxy.FormatAnthropic:
+		return string(m["system"])
+	case proxy.FormatGemini:
+		return string(m["systemInstruction"])
+	default:
+		var msgs []struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		}
+		json.Unmarshal(m["messages"], &msgs)
+		var b strings.Builder
+		for _, x := range msgs {
+			if x.Role == "system" {
+				b.WriteString(x.Content + "\n")
+			}
+		}
+		return b.String()
+	}
+}
+
+// answerText pulls the assistant's text out of a client-side answer.
+func answerText(t *testing.T, format proxy.Format, stream bool, out []byte) string {
+	t.Helper()
+	if stream {
+		var b strings.Builder
+		for _, ev := range splitEvents(out) {
+			for _, line := range strings.Split(string(ev), "\n") {
+				data, ok := strings.CutPrefix(line, "data: ")
+				if !ok || data == "[DONE]" {
+					continue
+				}
+				var v struct {
+					Delta struct {
+						Text string `json:"text"`
+					} `json:"delta"`
+					Choices []struct {
+						Delta struct {
+							Content string `json:"content"`
+						} `json:"delta"`
+					} `json:"choices"`
+					Candidates []struct {
+						Content struct {
+							Parts []struct {
+								Text string `json:"text"`
+							} `json:"parts"`
+						} `json:"content"`
+					} `json:"candidates"`
+				}
+				json.Unmarshal([]byte(data), &v)
+				b.WriteString(v.Delta.Text)
+				for _, c := range v.Choices {
+					b.WriteString(c.Delta.Content)
+				}
+				for _, c := range v.Candidates {
+					for _, p := range c.Content.Parts {
+						b.WriteString(p.Text)
+					}
+				}
+			}
+		}
+		return b.String()
+	}
+	var v struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+		Candidates []struct {
+			Content struct {
+				Parts []struct {
+					Text string `json:"text"`
+				} `json:"parts"`
+			} `json:"content"`
+		} `json:"candidates"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("answer is not JSON: %v: %s", err, out)
+	}
+	var b strings.Builder
+	for _, c := range v.Content {
+		b.WriteString(c.Text)
+	}
+	for _, c := range v.Choices {
+		b.WriteString(c.Message.Content)
+	}
+	for _, c := range v.Candidates {
+		for _, p := range c.Content.Parts {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// TestRoundTrip runs a conversation through each format, streaming and
+// not: the answer carries a session marker, the marker is stripped from the
+// history before it goes upstream, and recall of an earlier turn is
+// injected where the format keeps its system prompt.
+func TestRoundTrip(t *testing.T) {
+	for _, format := range []proxy.Format{proxy.FormatOpenAI, proxy.FormatAnthropic, proxy.FormatGemini} {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%t", format, stream), func(t *testing.T) {
+				replies := []string{"Noted: the boat is called Marigold.", "Sourdough needs a 12 hour rise.", "Your boat is Marigold."}
+				h := newHarness(t, func(n int, s seen) (string, []byte) {
+					return textAnswer(format, stream, replies[n%len(replies)])
+				}, nil)
+				texts := []string{"My sailing boat is called Marigold, remember that."}
+				for turn := 0; turn < 3; turn++ {
+					path, body := chat(format, stream, texts...)
+					status, out := h.post(t, path, body, map[string]string{"x-api-key": "sk-test-secret"})
+					if status != 200 {
+						t.Fatalf("turn %d: status %d: %s", turn, status, out)
+					}
+					text := answerText(t, format, stream, out)
+					if !markerRE.MatchString(text) {
+						t.Fatalf("turn %d: answer has no session marker: %q", turn, text)
+					}
+					if !strings.HasPrefix(text, replies[turn]) {
+						t.Fatalf("turn %d: answer %q does not start with the model's %q", turn, text, replies[turn])
+					}
+					got := h.up.Last(t)
+					if got.Header.Get("x-api-key") != "sk-test-secret" {
+						t.Fatalf("turn %d: credential not passed through: %q", turn, got.Header.Get("x-api-key"))
+					}
+					if bytes.Contains(got.Body, []byte("vc:session=")) {
+						t.Fatalf("turn %d: marker forwarded upstream: %s", turn, got.Body)
+					}
+					h.drain(t)
+					next := []string{"What about bread baking?", "What is my boat called?"}
+					if turn < 2 {
+						texts = append(texts, text, next[turn])
+					}
+				}
+				if sys := systemText(t, format, h.up.Last(t).Body); !strings.Contains(sys, "Marigold") || !strings.Contains(sys, "virtual-context") {
+					t.Fatalf("turn 3: recall not injected into the system prompt: %s", sys)
+				}
+				if sys := systemText(t, format, h.up.Requests()[0].Body); strings.Contains(sys, "virtual-context") {
+					t.Fatalf("turn 1: nothing to recall yet, but injected: %s", sys)
+				}
+			})
+		}
+	}
+}
+
+// TestStreamBytes: the client gets the upstream's stream byte for byte,
+// plus only the marker events.
+func TestStreamBytes(t *testing.T) {
+	for _, format := range []proxy.Format{proxy.FormatOpenAI, proxy.FormatAnthropic, proxy.FormatGemini} {
+		t.Run(string(format), func(t *testing.T) {
+			var sent []byte
+			h := newHarness(t, func(n int, s seen) (string, []byte) {
+				ct, b := textAnswer(format, true, "one two three four")
+				sent = b
+				return ct, b
+			}, nil)
+			path, body := chat(format, true, "hello there")
+			_, out := h.post(t, path, body, nil)
+			rest := removeMarkerEvents(t, out)
+			if !bytes.Equal(rest, sent) {
+				t.Fatalf("stream differs from the upstream's:\n got %q\nwant %q", rest, sent)
+			}
+		})
+	}
+}
+
+// removeMarkerEvents drops the events that carry the session marker (for
+// Anthropic, the whole added content block), failing if there are none.
+func removeMarkerEvents(t *testing.T, out []byte) []byte {
+	t.Helper()
+	evs := splitEvents(out)
+	var rest []byte
+	found := -1
+	for i, ev := range evs {
+		if markerRE.Match(ev) {
+			found = i
+		}
+	}
+	if found < 0 {
+		t.Fatalf("no marker event in %q", out)
+	}
+	skip := map[int]bool{found: true}
+	if bytes.Contains(evs[found], []byte("content_block_delta")) {
+		skip[found-1], skip[found+1] = true, true
+	}
+	for i, ev := range evs {
+		if !skip[i] {
+			rest = append(rest, ev...)
+		}
+	}
+	return rest
+}

@@ -1,0 +1,825 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vc-mcp/vc-mcp/memory"
+)
+
+// mcpToolName matches the paging tools' MCP names (not already prefixed).
+var mcpToolName = regexp.MustCompile(`\b(expand_topic|collapse_topic|find_quote)\b`)
+
+// maxBody bounds a request body the proxy reads (larger ones are refused
+// with 413: no chat request is that big).
+const maxBody = 64 << 20
+
+// Server is one proxy instance: an http.Handler that forwards to one
+// upstream. Several Servers can share one Memory and one Journal.
+type Server struct {
+	opts     Options
+	upstream *url.URL
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	bg       sync.WaitGroup
+}
+
+// maxSessions bounds the conversations a process remembers tags for.
+const maxSessions = 10_000
+
+// session is one conversation seen by this process.
+type session struct {
+	id string
+	// mu serialises the conversation's background stores, in order.
+	mu sync.Mutex
+	// tags of stored turns, by unitKey, and whether anything was stored;
+	// guarded by Server.mu.
+	tags   map[[16]byte][]string
+	stored bool
+}
+
+// New checks opts and returns a proxy instance.
+func New(opts Options) (*Server, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	u, _ := url.Parse(opts.Upstream) // checked by setDefaults
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	return &Server{opts: opts, upstream: u, sessions: map[string]*session{}}, nil
+}
+
+// Journal returns the journal this instance records into.
+func (s *Server) Journal() *Journal { return s.opts.Journal }
+
+// Label is the instance's name.
+func (s *Server) Label() string { return s.opts.Label }
+
+// Drain waits until every exchange answered so far is stored (or ctx ends).
+func (s *Server) Drain(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// detect picks the dialect of a request, or nil for one the proxy does not
+// touch (model lists, token counting, anything else).
+func (s *Server) detect(r *http.Request, body []byte) dialect {
+	if r.Method != http.MethodPost {
+		return nil
+	}
+	p := r.URL.Path
+	var d dialect
+	switch {
+	case strings.HasSuffix(p, "/chat/completions"):
+		d = openAI{}
+	case strings.HasSuffix(p, "/messages"):
+		d = anthropic{}
+	case strings.Contains(p, ":generateContent"), strings.Contains(p, ":streamGenerateContent"):
+		d = gemini{}
+	}
+	if s.opts.Format != FormatAuto && d != nil && d.format() != s.opts.Format {
+		return nil
+	}
+	if d == nil {
+		return nil
+	}
+	// The body must have the shape: a JSON object with the history.
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(body, &probe) != nil {
+		return nil
+	}
+	if _, ok := probe[d.messagesField()]; !ok {
+		return nil
+	}
+	return d
+}
+
+// plan is a request ready to go upstream.
+type plan struct {
+	d        dialect
+	path     string
+	body     map[string]json.RawMessage
+	msgs     []json.RawMessage
+	all      []message
+	current  []message // the new turn's messages (stored afterwards)
+	curKey   [16]byte
+	sess     *session
+	stream   bool
+	paging   bool
+	first    bool        // the conversation is new to memory: store its history
+	prior    [][]message // earlier turns to store on first sight
+	model    string
+	tokensIn int
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		http.Error(w, "proxy: reading the request body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if len(body) > maxBody {
+		http.Error(w, fmt.Sprintf("proxy: request body over %d MiB", maxBody>>20), http.StatusRequestEntityTooLarge)
+		return
+	}
+	d := s.detect(r, body)
+	if d == nil {
+		s.passthrough(w, r, body)
+		return
+	}
+	rec := Record{Time: s.opts.Now(), Instance: s.opts.Label, Format: d.format(), Path: r.URL.Path}
+	p, err := s.prepareBounded(r.Context(), d, r.URL.Path, body, &rec)
+	rec.PrepareMS = ms(time.Since(start))
+	if err != nil {
+		// The engine failed: the request goes upstream as the client sent it.
+		rec.Passthrough = err.Error()
+		s.opts.Log.Warn("proxy: forwarding unmodified", "instance", s.opts.Label, "err", err)
+		up := time.Now()
+		status := s.passthrough(w, r, body)
+		rec.Status, rec.UpstreamMS = status, ms(time.Since(up))
+		rec.OverheadMS = ms(time.Since(start)) - rec.UpstreamMS
+		s.opts.Journal.add(rec, body)
+		s.line(rec)
+		return
+	}
+	var upstream time.Duration
+	rep, status, err := s.exchange(w, r, p, &rec, &upstream)
+	rec.Status, rec.UpstreamMS = status, ms(upstream)
+	rec.OverheadMS = ms(time.Since(start)) - rec.UpstreamMS
+	rec.ReplyChars = len(rep.text)
+	id := s.opts.Journal.add(rec, body)
+	s.line(rec)
+	if err != nil {
+		s.opts.Log.Warn("proxy: exchange", "instance", s.opts.Label, "err", err)
+		return
+	}
+	if status/100 == 2 {
+		s.store(p, rep, id)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// line writes the one terminal line per request.
+func (s *Server) line(r Record) {
+	if s.opts.LineOut == nil {
+		return
+	}
+	tags := strings.Join(r.InboundTags, ",")
+	if tags == "" {
+		tags = "-"
+	}
+	extra := ""
+	if r.Passthrough != "" {
+		extra = " passthrough"
+	}
+	if len(r.Paging) > 0 {
+		extra += fmt.Sprintf(" paging=%d", len(r.Paging))
+	}
+	fmt.Fprintf(s.opts.LineOut, "vc-proxy %s turn=%d format=%s stream=%t status=%d tags=%s msgs=%d dropped=%d injected=%dt overhead=%.1fms upstream=%.1fms%s\n",
+		s.opts.Label, r.Turn, r.Format, r.Stream, r.Status, tags, r.MessagesIn, r.Dropped, r.InjectedTokens, r.OverheadMS, r.UpstreamMS, extra)
+}
+
+// prepareBounded runs prepare within the engine timeout, recovering from
+// any panic: a failure of vc-mcp must never fail the user's request.
+func (s *Server) prepareBounded(ctx context.Context, d dialect, path string, body []byte, rec *Record) (*plan, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.EngineTimeout)
+	defer cancel()
+	type result struct {
+		p   *plan
+		rec Record
+		err error
+	}
+	ch := make(chan result, 1)
+	local := *rec
+	go func() {
+		var res result
+		defer func() {
+			if v := recover(); v != nil {
+				res = result{err: fmt.Errorf("internal error: %v", v)}
+			}
+			ch <- res
+		}()
+		res.p, res.err = s.prepare(ctx, d, path, body, &local)
+		res.rec = local
+	}()
+	select {
+	case res := <-ch:
+		if res.err == nil && ctx.Err() != nil {
+			// Done, but past the budget: the user is not kept waiting for it.
+			res.err = fmt.Errorf("memory took longer than %s", s.opts.EngineTimeout)
+		}
+		if res.err == nil {
+			*rec = res.rec
+		}
+		return res.p, res.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("memory took longer than %s", s.opts.EngineTimeout)
+	}
+}
+
+func (s *Server) prepare(ctx context.Context, d dialect, path string, body []byte, rec *Record) (*plan, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return nil, fmt.Errorf("body: %w", err)
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(top[d.messagesField()], &raws); err != nil {
+		return nil, fmt.Errorf("%s: %w", d.messagesField(), err)
+	}
+	p := &plan{d: d, path: path, body: top, model: d.model(path, top), stream: d.streaming(path, top), tokensIn: len(body) / 4}
+	rec.Model, rec.Stream, rec.TokensIn = p.model, p.stream, p.tokensIn
+	rec.Window = ContextWindow(p.model, s.opts.ContextWindows)
+
+	// Parse, stripping session markers.
+	sessionID := ""
+	for i, raw := range raws {
+		clean, id := d.strip(raw)
+		if id != "" {
+			sessionID, raws[i] = id, clean
+		}
+		m, err := d.parse(raws[i])
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d]: %w", d.messagesField(), i, err)
+		}
+		p.all = append(p.all, m)
+	}
+	us := units(p.all)
+	if len(us) == 0 {
+		return nil, errors.New("no user message")
+	}
+	cur := us[len(us)-1]
+	p.current = p.all[cur.start:cur.end]
+	p.curKey = cur.key
+	query := p.all[cur.start].text
+	rec.Turn = len(us)
+	rec.MessagesIn = len(p.all)
+
+	known := sessionID != ""
+	if !known {
+		sessionID = fingerprint(p.all, us[0])
+	}
+	p.sess = s.session(sessionID)
+	p.first = !known && !s.stored(p.sess)
+	rec.Session, rec.FirstSight = sessionID, p.first
+	if p.first {
+		for _, u := range us[:len(us)-1] {
+			p.prior = append(p.prior, p.all[u.start:u.end])
+		}
+	}
+
+	keep := make([]bool, len(p.all))
+	for i := range keep {
+		keep[i] = true
+	}
+	inject := ""
+	if !p.first && strings.TrimSpace(query) != "" {
+		res, err := s.opts.Memory.Recall(ctx, memory.RecallRequest{ConversationID: sessionID, Message: query, MaxTokens: s.opts.RecallTokens})
+		switch {
+		case errors.Is(err, memory.ErrNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("recall: %w", err)
+		default:
+			rec.InboundTags, rec.Broad, rec.Temporal = res.MatchedTags, res.Broad, res.Temporal
+			rec.Breakdown, rec.Included = res.Breakdown, res.Included
+			if strings.TrimSpace(res.Text) != "" {
+				inject = res.Text
+				rec.InjectedTokens = res.Tokens
+			}
+			if !s.opts.NoFilter && !res.Broad && !res.Temporal {
+				keep = filter(filterInput{msgs: p.all, units: us, protected: s.opts.ProtectedTurns, inbound: res.MatchedTags, tagsOf: s.tagsOf(p.sess)})
+			}
+		}
+	}
+	for _, u := range us {
+		if !keep[u.start] {
+			rec.TurnsDropped++
+		}
+	}
+	protectedFrom := len(us) - 1 - s.opts.ProtectedTurns
+	rec.Messages = make([]MessageInfo, len(p.all))
+	turn := 0
+	for i, m := range p.all {
+		if m.role == "user" && !m.onlyResults {
+			turn++
+		}
+		rec.Messages[i] = MessageInfo{Role: m.role, Blocks: m.blocks, Tokens: len(m.raw) / 4, Kept: keep[i], Protected: turn > 0 && turn-1 >= protectedFrom, Turn: turn}
+		if keep[i] {
+			p.msgs = append(p.msgs, raws[i])
+		} else {
+			rec.Dropped++
+		}
+	}
+
+	// Tools: narrow the client's (seed 002), then offer the paging ones.
+	if s.opts.Tools != nil {
+		rec.Tools = s.narrowTools(p, query)
+	}
+	if !s.opts.NoPaging && !p.first {
+		p.paging = d.addTools(p.body, pagingTools)
+	}
+	if inject != "" {
+		text := "<virtual-context>\nRelevant memory of this conversation (earlier turns may be left out of the history below):\n" + inject + "\n</virtual-context>"
+		if p.paging {
+			// memory's hint names its MCP tools; here they carry the vc_ prefix.
+			text = mcpToolName.ReplaceAllString(text, "vc_$1")
+			text += "\nMemory tools: vc_find_quote finds exact past words, names and numbers; vc_expand_topic reads a topic in full; vc_collapse_topic frees room."
+		}
+		rec.Injected = text
+		var err error
+		if p.msgs, err = d.system(p.body, p.msgs, text); err != nil {
+			return nil, err
+		}
+	}
+	rec.MessagesOut = len(p.msgs)
+	out, err := p.encode()
+	if err != nil {
+		return nil, err
+	}
+	rec.TokensOut = len(out) / 4
+	return p, nil
+}
+
+// encode renders the body to forward.
+func (p *plan) encode() ([]byte, error) {
+	p.body[p.d.messagesField()] = mustJSON(p.msgs)
+	return marshal(p.body)
+}
+
+// fingerprint names a conversation without a marker by its first user
+// message (and the system prompt before it): what a client resends, every
+// time, at the head of the history.
+func fingerprint(all []message, first unit) string {
+	h := sha256.New()
+	for _, m := range all[:first.start] {
+		h.Write([]byte(m.text))
+		h.Write([]byte{0})
+	}
+	h.Write([]byte(all[first.start].text))
+	return "px-" + hex.EncodeToString(h.Sum(nil)[:10])
+}
+
+// session returns the session, new or known to this process.
+func (s *Server) session(id string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss, ok := s.sessions[id]; ok {
+		return ss
+	}
+	if len(s.sessions) >= maxSessions {
+		// Forget some other session: its turns' tags are only a filter hint
+		// (unknown tags keep a turn), and memory keeps everything.
+		for k := range s.sessions {
+			delete(s.sessions, k)
+			break
+		}
+	}
+	ss := &session{id: id, tags: map[[16]byte][]string{}}
+	s.sessions[id] = ss
+	return ss
+}
+
+// stored reports whether an exchange of the session has gone to memory
+// (so its earlier history has too): until then a request without a marker
+// is a first sight, even after one that failed.
+func (s *Server) stored(ss *session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ss.stored
+}
+
+func (s *Server) tagsOf(ss *session) func([16]byte) ([]string, bool) {
+	return func(k [16]byte) ([]string, bool) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		t, ok := ss.tags[k]
+		return t, ok
+	}
+}
+
+func (s *Server) setTags(ss *session, k [16]byte, tags []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss.tags[k] = tags
+}
+
+// hopHeaders are not forwarded (RFC 9110 7.6.1), nor are Host and
+// Content-Length (recomputed) and Accept-Encoding (the transport asks for
+// gzip itself and decodes it, so the proxy can read the answer).
+var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Host", "Content-Length", "Accept-Encoding"}
+
+// newRequest builds the upstream request. Credentials (Authorization,
+// x-api-key, x-goog-api-key, ?key=) go through untouched.
+func (s *Server) newRequest(ctx context.Context, r *http.Request, body []byte) (*http.Request, error) {
+	u := *s.upstream
+	u.Path = s.upstream.Path + r.URL.Path
+	u.RawPath = ""
+	u.RawQuery = r.URL.RawQuery
+	req, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = r.Header.Clone()
+	for _, h := range hopHeaders {
+		req.Header.Del(h)
+	}
+	req.ContentLength = int64(len(body))
+	return req, nil
+}
+
+func copyHeaders(w http.ResponseWriter, resp *http.Response, dropLength bool) {
+	for k, v := range resp.Header {
+		if k == "Connection" || k == "Transfer-Encoding" || (dropLength && k == "Content-Length") {
+			continue
+		}
+		w.Header()[k] = v
+	}
+}
+
+// passthrough forwards a request as it came and its answer as it comes.
+func (s *Server) passthrough(w http.ResponseWriter, r *http.Request, body []byte) int {
+	req, err := s.newRequest(r.Context(), r, body)
+	if err != nil {
+		upstreamError(w, err)
+		return http.StatusBadGateway
+	}
+	resp, err := s.opts.Client.Do(req)
+	if err != nil {
+		upstreamError(w, err)
+		return http.StatusBadGateway
+	}
+	defer resp.Body.Close()
+	copyHeaders(w, resp, resp.ContentLength < 0 || resp.Uncompressed)
+	w.WriteHeader(resp.StatusCode)
+	copyFlushing(w, resp.Body, nil)
+	return resp.StatusCode
+}
+
+// copyFlushing copies src to w as it arrives, flushing each read; the
+// bytes are also kept in keep when it is not nil.
+func copyFlushing(w http.ResponseWriter, src io.Reader, keep *bytes.Buffer) {
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			_ = rc.Flush() // a writer that cannot flush still gets the bytes
+			if keep != nil {
+				keep.Write(buf[:n])
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func upstreamError(w http.ResponseWriter, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadGateway)
+	fmt.Fprintf(w, `{"error":{"type":"proxy_error","message":%q}}`, "vc-mcp proxy: upstream unreachable: "+err.Error())
+}
+
+// exchange sends the plan upstream, answers paging calls, and writes the
+// answer to the client. It returns the model's whole reply (for storing),
+// the status the client got, and the time spent waiting on the upstream.
+func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *Record, upstream *time.Duration) (reply, int, error) {
+	marker := markerText(p.sess.id)
+	var prior []reply
+	var held [][]byte
+	offset := 0
+	headerSent := false
+	rc := http.NewResponseController(w)
+	var full reply // text and client-visible calls across rounds
+	for round := 0; ; round++ {
+		rec.Rounds = round + 1
+		last := round == s.opts.MaxRounds-1
+		if p.paging && last {
+			p.d.forceNoTools(p.body)
+		}
+		body, err := p.encode()
+		if err != nil {
+			return full, 0, err
+		}
+		req, err := s.newRequest(r.Context(), r, body)
+		if err != nil {
+			return full, 0, err
+		}
+		t0 := time.Now()
+		resp, err := s.opts.Client.Do(req)
+		if err != nil {
+			*upstream += time.Since(t0)
+			if headerSent {
+				writeAll(w, held)
+				return full, http.StatusOK, fmt.Errorf("continuation: %w", err)
+			}
+			upstreamError(w, err)
+			return full, http.StatusBadGateway, nil
+		}
+		isSSE := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+		if resp.StatusCode/100 != 2 || (!isSSE && p.stream) {
+			// Errors pass through unchanged; so does a stream that is not SSE
+			// (Gemini without alt=sse).
+			if headerSent {
+				resp.Body.Close()
+				*upstream += time.Since(t0)
+				writeAll(w, held)
+				return full, http.StatusOK, fmt.Errorf("continuation: upstream status %d", resp.StatusCode)
+			}
+			copyHeaders(w, resp, true)
+			w.WriteHeader(resp.StatusCode)
+			var kept bytes.Buffer
+			copyFlushing(w, resp.Body, &kept)
+			resp.Body.Close()
+			*upstream += time.Since(t0)
+			if resp.StatusCode/100 == 2 {
+				full = streamedArray(p.d, kept.Bytes())
+			}
+			return full, resp.StatusCode, nil
+		}
+		if !isSSE {
+			data, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			*upstream += time.Since(t0)
+			if err != nil {
+				upstreamError(w, err)
+				return full, http.StatusBadGateway, nil
+			}
+			rep, perr := p.d.parseReply(data)
+			if perr == nil && p.paging && !last && onlyPaging(rep.calls) {
+				if err := s.continueWith(r.Context(), p, rep, round, rec); err != nil {
+					return full, 0, err
+				}
+				prior = append(prior, rep)
+				full.text += rep.text
+				continue
+			}
+			out := data
+			if perr == nil {
+				full.text += rep.text
+				full.calls = append(full.calls, rep.calls...)
+				if marked, err := p.d.markReply(data, prior, marker); err == nil {
+					out = marked
+				}
+			}
+			copyHeaders(w, resp, true)
+			w.WriteHeader(resp.StatusCode)
+			_, err = w.Write(out)
+			return full, resp.StatusCode, err
+		}
+
+		// A stream: events go to the client as they arrive.
+		if !headerSent {
+			copyHeaders(w, resp, true)
+			w.WriteHeader(resp.StatusCode)
+			_ = rc.Flush() // an unflushable writer still gets the bytes
+			headerSent = true
+		}
+		st := p.d.newStream(round, offset)
+		holding, markerSent := false, false
+		held = held[:0]
+		sr := bufio.NewReaderSize(resp.Body, 64<<10)
+		var werr error
+		for {
+			raw, data, rerr := nextEvent(sr)
+			if len(raw) > 0 {
+				act, out := st.event(raw, data)
+				if out == nil {
+					out = raw
+				}
+				switch {
+				case holding:
+					held = append(held, out)
+				case act == actHold:
+					holding = true
+					held = append(held, out)
+				case act == actSkip:
+				case act == actStop:
+					if !markerSent {
+						markerSent = true
+						_, werr = w.Write(st.marker(marker))
+					}
+					if werr == nil {
+						_, werr = w.Write(out)
+					}
+				default:
+					_, werr = w.Write(out)
+				}
+				if werr != nil {
+					break
+				}
+				if !holding {
+					_ = rc.Flush()
+				}
+			}
+			if rerr != nil {
+				break
+			}
+		}
+		resp.Body.Close()
+		*upstream += time.Since(t0)
+		if werr != nil {
+			return full, resp.StatusCode, fmt.Errorf("client went away: %w", werr)
+		}
+		rep := st.reply()
+		full.text += rep.text
+		if holding && p.paging && !last && onlyPaging(rep.calls) {
+			if err := s.continueWith(r.Context(), p, rep, round, rec); err != nil {
+				writeAll(w, held)
+				return full, resp.StatusCode, err
+			}
+			offset = st.forwarded()
+			continue
+		}
+		full.calls = append(full.calls, rep.calls...)
+		if holding {
+			// Paging calls mixed with the client's own: the client gets the
+			// answer as the model gave it.
+			writeAll(w, held)
+		} else if !markerSent {
+			_, _ = w.Write(st.marker(marker)) // the client may be gone; nothing to undo
+		}
+		_ = rc.Flush()
+		return full, resp.StatusCode, nil
+	}
+}
+
+func writeAll(w http.ResponseWriter, events [][]byte) {
+	for _, e := range events {
+		if _, err := w.Write(e); err != nil {
+			return
+		}
+	}
+	_ = http.NewResponseController(w).Flush()
+}
+
+// continueWith answers a round of paging calls and appends the round to the
+// plan's history for the next request.
+func (s *Server) continueWith(ctx context.Context, p *plan, rep reply, round int, rec *Record) error {
+	answers := make([]toolAnswer, len(rep.calls))
+	for i, c := range rep.calls {
+		cctx, cancel := context.WithTimeout(ctx, s.opts.EngineTimeout)
+		answers[i] = answer(cctx, s.opts.Memory, p.sess.id, c)
+		cancel()
+		rec.Paging = append(rec.Paging, PagingCall{Round: round + 1, Tool: c.Name, Args: c.Args, Chars: len(answers[i].text), IsError: answers[i].isError})
+	}
+	msgs, err := p.d.appendRound(p.msgs, rep, answers)
+	if err != nil {
+		return err
+	}
+	p.msgs = msgs
+	return nil
+}
+
+// streamedArray reads a non-SSE streamed answer (a JSON array of chunks)
+// for storing.
+func streamedArray(d dialect, data []byte) reply {
+	if r, err := d.parseReply(data); err == nil {
+		return r
+	}
+	var chunks []json.RawMessage
+	if json.Unmarshal(data, &chunks) != nil {
+		return reply{}
+	}
+	var out reply
+	for _, c := range chunks {
+		if r, err := d.parseReply(c); err == nil {
+			out.text += r.text
+			out.calls = append(out.calls, r.calls...)
+		}
+	}
+	return out
+}
+
+// nextEvent reads one SSE event: its raw bytes through the blank line
+// that ends it, and its data (data lines joined by newlines).
+func nextEvent(r *bufio.Reader) (raw, data []byte, err error) {
+	var dataLines [][]byte
+	for {
+		line, err := r.ReadBytes('\n')
+		raw = append(raw, line...)
+		trimmed := bytes.TrimRight(line, "\r\n")
+		if v, ok := bytes.CutPrefix(trimmed, []byte("data:")); ok {
+			dataLines = append(dataLines, bytes.TrimPrefix(v, []byte(" ")))
+		}
+		if err != nil {
+			return raw, bytes.Join(dataLines, []byte("\n")), err
+		}
+		if len(trimmed) == 0 {
+			return raw, bytes.Join(dataLines, []byte("\n")), nil
+		}
+	}
+}
+
+// store ingests the exchange in the background, in order per conversation:
+// the client's history first when the conversation is new, then the new
+// turn with the model's answer (forcing compaction past the model's soft
+// threshold), and records the answer's tags.
+func (s *Server) store(p *plan, rep reply, id int64) {
+	s.mu.Lock()
+	p.sess.stored = true
+	s.mu.Unlock()
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		p.sess.mu.Lock()
+		defer p.sess.mu.Unlock()
+		stored := 0
+		for _, turn := range p.prior {
+			msgs := s.toMemory(p.d, turn)
+			if len(msgs) == 0 {
+				continue
+			}
+			res, err := s.opts.Memory.Ingest(ctx, memory.IngestRequest{ConversationID: p.sess.id, Messages: msgs})
+			if err != nil {
+				s.storeFailed(id, err)
+				return
+			}
+			stored += res.Stored
+			s.setTags(p.sess, unitKey(turn[0].text), res.Tags)
+		}
+		msgs := s.toMemory(p.d, p.current)
+		if a, ok := assistantMessage(rep); ok {
+			msgs = append(msgs, a)
+		}
+		if len(msgs) == 0 {
+			return
+		}
+		window := ContextWindow(p.model, s.opts.ContextWindows)
+		force := float64(p.tokensIn) >= s.opts.SoftThreshold*float64(window)
+		res, err := s.opts.Memory.Ingest(ctx, memory.IngestRequest{ConversationID: p.sess.id, Messages: msgs, Force: force})
+		if err != nil {
+			s.storeFailed(id, err)
+			return
+		}
+		s.setTags(p.sess, p.curKey, res.Tags)
+		s.opts.Journal.update(id, func(r *Record) {
+			r.ResponseTags = res.Tags
+			r.Stored = stored + res.Stored
+			r.Compacted = res.Compacted
+		})
+	}()
+}
+
+func (s *Server) storeFailed(id int64, err error) {
+	s.opts.Log.Warn("proxy: storing the exchange", "instance", s.opts.Label, "err", err)
+	s.opts.Journal.update(id, func(r *Record) { r.StoreError = err.Error() })
+}
+
+func (s *Server) toMemory(d dialect, msgs []message) []memory.Message {
+	var out []memory.Message
+	for _, m := range msgs {
+		if mm, ok := d.toMemory(m); ok {
+			out = append(out, mm)
+		}
+	}
+	return out
+}
+
+// assistantMessage renders a reply for memory: its text and tool calls.
+func assistantMessage(r reply) (memory.Message, bool) {
+	var blocks []map[string]any
+	if strings.TrimSpace(r.text) != "" {
+		blocks = append(blocks, map[string]any{"type": "text", "text": clipText(r.text)})
+	}
+	for _, c := range r.calls {
+		args := c.Args
+		if isNull(args) || !json.Valid(args) || len(args) > maxStoredText {
+			args = json.RawMessage(`{}`)
+		}
+		blocks = append(blocks, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": args})
+	}
+	switch {
+	case len(blocks) == 0:
+		return memory.Message{}, false
+	case len(blocks) == 1 && blocks[0]["type"] == "text":
+		return memory.Message{Role: "assistant", Content: mustJSON(blocks[0]["text"])}, true
+	}
+	return memory.Message{Role: "assistant", Content: mustJSON(blocks)}, true
+}
