@@ -46,9 +46,13 @@ type bertConfig struct {
 	PositionEmbeddingType string  `json:"position_embedding_type"`
 }
 
-func readConfig(dir string) (bertConfig, error) {
+func readConfig(dir string, name ...string) (bertConfig, error) {
 	var c bertConfig
-	if err := readJSON(filepath.Join(dir, configFile), &c); err != nil {
+	file := configFile
+	if len(name) > 0 {
+		file = name[0]
+	}
+	if err := readJSON(filepath.Join(dir, file), &c); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return c, fmt.Errorf("embed: %s: %w", dir, ErrNoModel)
 		}
@@ -250,6 +254,8 @@ type sourceStamp struct {
 	Name    string `json:"name"`
 	Size    int64  `json:"size"`
 	ModTime int64  `json:"mtime_ns"`
+	// SHA256 is set for an imported ONNX file.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 func stampOf(path string) (sourceStamp, error) {
