@@ -85,6 +85,9 @@ func ImportONNX(ctx context.Context, o ImportOptions) (*ImportResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg, err = cfg.validate(); err != nil {
+		return nil, fmt.Errorf("embed: import: configuration read off %s: %w", o.ONNX, err)
+	}
 	res := &ImportResult{Dir: o.Dir, SHA256: sum, ConfigFrom: "graph"}
 	if o.Config != "" {
 		if cfg, err = readConfig(filepath.Dir(o.Config), filepath.Base(o.Config)); err != nil {

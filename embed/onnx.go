@@ -248,8 +248,8 @@ func fields(b []byte, fn func(num protowire.Number, typ protowire.Type, v []byte
 	return nil
 }
 
-// packedOrOne appends a repeated scalar field that may be packed (bytes) or
-// not (one varint / fixed value per tag).
+// packedVarints appends a repeated varint field that may be packed (bytes)
+// or not (one value per tag).
 func packedVarints(dst []int64, typ protowire.Type, v []byte, x uint64) ([]int64, error) {
 	if typ != protowire.BytesType {
 		return append(dst, int64(x)), nil
@@ -551,6 +551,9 @@ func (g *onnxGraph) inferConfig(ts tensors) (bertConfig, error) {
 		switch n.op {
 		case "Sqrt":
 			// LayerNorm: Sqrt(Add(variance, eps)).
+			if len(n.inputs) == 0 {
+				continue
+			}
 			if a := g.producer[n.inputs[0]]; a != nil && a.op == "Add" && len(a.inputs) == 2 {
 				for _, in := range a.inputs {
 					if t := g.constant(in); t != nil && t.size() == 1 {

@@ -58,6 +58,11 @@ func readConfig(dir string, name ...string) (bertConfig, error) {
 		}
 		return c, err
 	}
+	return c.validate()
+}
+
+// validate fills defaults and rejects configurations the encoder cannot run.
+func (c bertConfig) validate() (bertConfig, error) {
 	if c.LayerNormEps == 0 {
 		c.LayerNormEps = 1e-12
 	}
