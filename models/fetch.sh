@@ -35,7 +35,7 @@ if ! sha256sum -c --quiet "$SUMS" >/dev/null 2>&1; then
   if ! grep " $JAR\$" "$SUMS" | sha256sum -c --quiet - >/dev/null 2>&1; then
     command -v mvn >/dev/null || { echo "make model: mvn not found (Debian: apt-get install maven)" >&2; exit 1; }
     echo "make model: fetching $GROUP:$ARTIFACT:$VERSION from Maven Central" >&2
-    mvn -q -B "$PLUGIN:copy" -Dartifact="$GROUP:$ARTIFACT:$VERSION:jar" \
+    mvn -q -B -Dstyle.color=never "$PLUGIN:copy" -Dartifact="$GROUP:$ARTIFACT:$VERSION:jar" \
       -DoutputDirectory="$SRC" -Dmdep.overWriteReleases=true >&2
   fi
   grep " $JAR\$" "$SUMS" | sha256sum -c --quiet - || { echo "make model: $JAR does not match its pinned sha256" >&2; exit 1; }
