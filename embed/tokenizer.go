@@ -345,66 +345,21 @@ func stripAccents(s string) string {
 	return b.String()
 }
 
-// lowerFull is Unicode full lower-casing as Python's str.lower, Rust's
-// to_lowercase and JavaScript's toLowerCase do it: simple mappings plus
-// U+0130 -> "i\u0307" and the final-sigma rule, which Go's strings.ToLower
-// lacks.
+// lowerFull lower-cases as Hugging Face's tokenizers (Rust) BertNormalizer
+// does, which is what sentence-transformers feeds the model: each rune on
+// its own through char::to_lowercase, so U+0130 becomes "i\u0307" (which
+// Go's strings.ToLower lacks) and a capital sigma is always σ, never the
+// word-final ς of Python's str.lower and JavaScript's toLowerCase
+// (onnxruntime parity on the real model showed the difference).
 func lowerFull(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
-	for i, r := range s {
-		switch r {
-		case '\u0130':
+	for _, r := range s {
+		if r == '\u0130' {
 			b.WriteString("i\u0307")
-		case '\u03A3':
-			if finalSigma(s, i) {
-				b.WriteRune('\u03C2')
-			} else {
-				b.WriteRune('\u03C3')
-			}
-		default:
-			b.WriteRune(unicode.ToLower(r))
+			continue
 		}
+		b.WriteRune(unicode.ToLower(r))
 	}
 	return b.String()
-}
-
-// finalSigma reports whether the capital sigma at byte i ends a word: a
-// cased letter before it and none after it, skipping case-ignorable runes.
-func finalSigma(s string, i int) bool {
-	before := false
-	for j := i; j > 0; {
-		r, size := utf8.DecodeLastRuneInString(s[:j])
-		j -= size
-		if caseIgnorable(r) {
-			continue
-		}
-		before = cased(r)
-		break
-	}
-	if !before {
-		return false
-	}
-	for j := i + len("\u03A3"); j < len(s); {
-		r, size := utf8.DecodeRuneInString(s[j:])
-		j += size
-		if caseIgnorable(r) {
-			continue
-		}
-		return !cased(r)
-	}
-	return true
-}
-
-func cased(r rune) bool {
-	return unicode.In(r, unicode.Lu, unicode.Ll, unicode.Lt) ||
-		unicode.In(r, unicode.Other_Lowercase, unicode.Other_Uppercase)
-}
-
-func caseIgnorable(r rune) bool {
-	switch r {
-	case '\'', '.', ':', '^', '`', '\u00B7', '\u2018', '\u2019', '\u2024', '\u2027':
-		return true
-	}
-	return unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk)
 }

@@ -46,14 +46,23 @@ type bertConfig struct {
 	PositionEmbeddingType string  `json:"position_embedding_type"`
 }
 
-func readConfig(dir string) (bertConfig, error) {
+func readConfig(dir string, name ...string) (bertConfig, error) {
 	var c bertConfig
-	if err := readJSON(filepath.Join(dir, configFile), &c); err != nil {
+	file := configFile
+	if len(name) > 0 {
+		file = name[0]
+	}
+	if err := readJSON(filepath.Join(dir, file), &c); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return c, fmt.Errorf("embed: %s: %w", dir, ErrNoModel)
 		}
 		return c, err
 	}
+	return c.validate()
+}
+
+// validate fills defaults and rejects configurations the encoder cannot run.
+func (c bertConfig) validate() (bertConfig, error) {
 	if c.LayerNormEps == 0 {
 		c.LayerNormEps = 1e-12
 	}
@@ -250,6 +259,8 @@ type sourceStamp struct {
 	Name    string `json:"name"`
 	Size    int64  `json:"size"`
 	ModTime int64  `json:"mtime_ns"`
+	// SHA256 is set for an imported ONNX file.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 func stampOf(path string) (sourceStamp, error) {

@@ -207,8 +207,13 @@ func semanticTags(c *conv, q []float32) []queryTag {
 }
 
 // semanticTagMin is the least cosine between a query and a tag name for the
-// tag to count as mentioned (MiniLM: unrelated pairs sit near 0.1-0.2).
-const semanticTagMin = 0.45
+// tag to count as mentioned. Calibrated on the real all-MiniLM-L6-v2 with
+// the query/tag pairs of testdata/calibration.json (TestRealCalibration*):
+// unrelated pairs score median 0.08, p95 0.21, max 0.27; related ones
+// median 0.22, p75 0.32. At 0.25, 11 of 28 related pairs (39%) pass and 1
+// of 38 unrelated (3%); the old 0.45 let only 4 of 28 related through, and
+// the best-balanced 0.13 (23/28) would let 6 of 38 wrong topics in.
+const semanticTagMin = 0.25
 
 // embedPending embeds up to one batch of the conversation's unembedded
 // turns and stores the vectors. It returns how many it embedded.
@@ -365,8 +370,22 @@ func zConfidence(best, sum, sumSq float64, n int) float64 {
 	}
 	z := (best - mean) / std
 	chance := math.Sqrt(2 * math.Log(float64(n)))
-	return math.Max(0, math.Min(1, (z-chance-0.5)/1.5))
+	return math.Max(0, math.Min(1, (z-chance-denseConfidenceOffset)/1.5))
 }
+
+// denseConfidenceOffset is how far past chance (in standard deviations) the
+// best match must stand before the dense signal gets a say. Calibrated on
+// the real all-MiniLM-L6-v2 over the 149 turns of testdata/calibration.json
+// (TestRealCalibration*): 20 queries whose answer is one turn (most of them
+// vocabulary drift, "that caching trick for the feed") stand z - chance =
+// -0.16 to 4.2 (median 0.9) above chance, 16 queries about nothing stored
+// -0.8 to 2.3 (median 0.1): real weights separate them only partly. At
+// 0.25, 15 of 20 answered queries keep the dense signal and 7 of 16
+// unanswered ones get a (small) say; the old 0.5 dropped 8 of 20 answered
+// queries, the README's example among them (z - chance = 0.30), for 2
+// fewer stray pulls. Random weights still get none (their best sits below
+// chance: TestRandomEmbedderDoesNotChangeRecall).
+const denseConfidenceOffset = 0.25
 
 func dot(a, b []float32) float32 {
 	var s0, s1, s2, s3 float32

