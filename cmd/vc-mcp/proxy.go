@@ -17,7 +17,6 @@ import (
 
 	"github.com/vc-mcp/vc-mcp/dashboard"
 	"github.com/vc-mcp/vc-mcp/mcp"
-	"github.com/vc-mcp/vc-mcp/memory"
 	"github.com/vc-mcp/vc-mcp/proxy"
 )
 
@@ -228,7 +227,10 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer sm.close()
-	store, err := memory.Open(ctx, opts)
+	// Like serve --http, the proxy holds the data directory itself (taking it
+	// over from a shared daemon) and serves the shared socket, so stdio hosts
+	// and the proxy use one memory.
+	store, release, err := openShared(ctx, cfg, opts, true, log)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", cfg.DataDir, err)
 	}
@@ -240,6 +242,9 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 	journal := proxy.NewJournal(0)
 	mcpSrv := mcp.NewServer(store, mcp.Options{Version: buildVersion(), Logger: log, Sampling: sm.sampling})
+	stopSocket := serveSocket(ctx, mcpSrv, cfg, listeners[0].Addr().String(), log)
+	defer stopSocket()
+	release()
 	mcpH := mcp.NewHTTPHandler(mcpSrv, mcp.HTTPOptions{AllowedOrigins: cfg.AllowOrigins, Logger: log})
 	dash, err := dashboard.New(dashboard.Options{Journal: journal, Memory: store, AllowedOrigins: cfg.AllowOrigins, Logger: log})
 	if err != nil {
