@@ -47,6 +47,9 @@ func compactContextTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
 			}
 			text := fmt.Sprintf("Stored %d message(s) in %q (%d duplicate(s), %d empty skipped); %d turns in total.",
 				res.Stored, res.ConversationID, res.Duplicates, res.Skipped, res.TotalTurns)
+			if res.Redacted > 0 {
+				text += fmt.Sprintf(" Redacted %d secret(s) before storing (replaced by [secret:...] placeholders).", res.Redacted)
+			}
 			if res.Compacted {
 				text += fmt.Sprintf(" Compacted %d segment(s), freeing %d tokens.", res.SegmentsCompacted, res.TokensFreed)
 			}

@@ -38,6 +38,10 @@ type settings struct {
 	LLMBaseURL          string
 	LLMModel            string
 	LLMAPIKeyEnv        string
+	// Privacy and HTTP limits (privacy.go).
+	Scrub      bool
+	ScrubAllow []string
+	ScrubRules string
 }
 
 // settingKey is one documented setting.
@@ -113,6 +117,15 @@ var settingKeys = []settingKey{
 	{name: "llm_api_key_env", env: "VC_LLM_API_KEY_ENV", flag: "llm-api-key-env", def: constant(""),
 		help: "Name of the environment variable holding the LLM API key (the key itself is never put in config).",
 		set:  func(c *settings, v string) error { c.LLMAPIKeyEnv = v; return nil }},
+	{name: "scrub", env: "VC_SCRUB", flag: "scrub", def: constant("true"), isBool: true,
+		help: "Replace credentials (API keys, tokens, private keys, passwords) with placeholders such as `[secret:openai-key]` before anything is stored. See Privacy.",
+		set:  boolSetter(func(c *settings) *bool { return &c.Scrub })},
+	{name: "scrub_allow", env: "VC_SCRUB_ALLOW", flag: "scrub-allow", def: constant(""),
+		help: "Comma-separated literal values never redacted (e.g. a published example key).",
+		set:  func(c *settings, v string) error { c.ScrubAllow = splitList(v); return nil }},
+	{name: "scrub_rules", env: "VC_SCRUB_RULES", flag: "scrub-rules", def: constant(""),
+		help: "YAML file of extra rules (`extra: [{name, pattern}]`, Go regexps) and allow patterns (`allow: [regexp]`). See Privacy.",
+		set:  func(c *settings, v string) error { c.ScrubRules = v; return nil }},
 }
 
 type presetValues struct {

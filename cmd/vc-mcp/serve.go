@@ -56,6 +56,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 
 	opts := memoryOptions(cfg, log)
+	if opts.Scrubber, err = scrubberFor(cfg); err != nil {
+		return err
+	}
 	sm, err := wireSeams(ctx, cfg, &opts, log)
 	if err != nil {
 		return err
