@@ -7,6 +7,7 @@ require (
 	github.com/blevesearch/bleve_index_api v1.2.11
 	github.com/blevesearch/go-porterstemmer v1.0.3
 	github.com/google/jsonschema-go v0.4.2
+	github.com/google/uuid v1.6.0
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/nlpodyssey/cybertron v0.2.1
 	github.com/pkoukk/tiktoken-go v0.1.8
@@ -38,7 +39,6 @@ require (
 	github.com/blevesearch/zapx/v16 v16.2.8 // indirect
 	github.com/dlclark/regexp2 v1.11.0 // indirect
 	github.com/golang/snappy v0.0.4 // indirect
-	github.com/google/uuid v1.6.0 // indirect
 	github.com/json-iterator/go v0.0.0-20171115153421-f7279a603ede // indirect
 	github.com/mschoch/smat v0.2.0 // indirect
 	github.com/nlpodyssey/gopickle v0.2.0 // indirect

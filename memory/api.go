@@ -338,7 +338,8 @@ type Quote struct {
 	Match string `json:"match"`
 }
 
-// LogRef locates a turn in its master log: bytes [Start, End) of File.
+// LogRef locates a turn in its master log: bytes [Start, End) of File,
+// a slash-separated path relative to the data directory (logs/ID.jsonl).
 type LogRef struct {
 	File  string `json:"file"`
 	Start int64  `json:"start"`

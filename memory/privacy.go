@@ -1,6 +1,8 @@
 package memory
 
 import (
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/vc-mcp/vc-mcp/memory/scrub"
@@ -48,3 +50,12 @@ func (s *Store) scrubMessages(msgs []Message) ([]Message, int) {
 // tagText is what the tagger sees of a turn: its text without secret
 // placeholders, so "[secret:aws-access-key-id]" never becomes a tag.
 func tagText(text string) string { return scrub.StripPlaceholders(text) }
+
+// refPath is a master log's path as answers show it: relative to the data
+// directory, so no answer reveals where (or under which user) it lives.
+func (s *Store) refPath(path string) string {
+	if rel, err := filepath.Rel(s.opts.Dir, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return filepath.ToSlash(rel)
+	}
+	return filepath.Base(path)
+}

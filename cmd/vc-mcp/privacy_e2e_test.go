@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -152,6 +153,9 @@ func TestSecretsNeverStored(t *testing.T) {
 	record(st)
 	answers = append(answers, readAllResources(t, c, conv)...)
 	for _, a := range answers {
+		if strings.Contains(a, dir) {
+			t.Fatalf("an answer reveals the data directory's absolute path: %.300s", a)
+		}
 		for _, n := range needles(cases) {
 			if strings.Contains(a, string(n)) {
 				t.Fatalf("secret %.20q... reached an answer: %.300s", n, a)
@@ -166,8 +170,14 @@ func TestSecretsNeverStored(t *testing.T) {
 	srv.cmd.Wait()
 	files := 0
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil {
 			return err
+		}
+		if fi, err := d.Info(); err == nil && path != dir && fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s is %v; want owner-only", path, fi.Mode().Perm())
+		}
+		if d.IsDir() {
+			return nil
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -241,4 +251,13 @@ func readAllResources(t *testing.T, c *client.Client, conv string) []string {
 		out = append(out, read("virtualcontext://conversations/"+conv+"/domains/"+tg.Tag))
 	}
 	return out
+}
+
+func TestAllowRemoteNeedsToken(t *testing.T) {
+	cmd := exec.Command(binary, "serve", "--data-dir", t.TempDir(), "--http", "0.0.0.0:0", "--allow-remote")
+	cmd.Env = childEnv(t)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "auth_token_file") {
+		t.Errorf("got %v, output %q; want a refusal naming auth_token_file", err, out)
+	}
 }
