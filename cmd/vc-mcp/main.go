@@ -47,6 +47,7 @@ usage:
   vc-mcp cost-report ...     report LLM usage and cost
   vc-mcp summaries regenerate [--conversation ID] [--tag T]
                              rebuild summaries from the master logs
+  vc-mcp import [--format chatgpt|claude] FILE   import ChatGPT or Claude history
   vc-mcp version             print the version
   vc-mcp help [command]      this help; "vc-mcp serve -h" lists every flag
 
@@ -73,6 +74,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runCostReport(ctx, args, stdout, stderr)
 	case "summaries":
 		return runSummaries(ctx, args, stdout, stderr)
+	case "import":
+		return runImport(ctx, args, stdin, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "vc-mcp", buildVersion())
 		return nil
