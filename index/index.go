@@ -195,12 +195,15 @@ func runtimeConfig(lockTimeout time.Duration) map[string]any {
 }
 
 func create(path string, lockTimeout time.Duration) (bi bleve.Index, err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
 	bi, err = bleve.NewUsing(path, newMapping(), scorch.Name, scorch.Name, runtimeConfig(lockTimeout))
 	if err != nil {
 		return nil, err
+	}
+	if err := ownerOnly(path); err != nil {
+		return nil, errors.Join(err, bi.Close())
 	}
 	b := bi.NewBatch()
 	b.SetInternal(schemaKey, []byte(schemaVersion))
@@ -222,6 +225,9 @@ func openExisting(path string, lockTimeout time.Duration) (bi bleve.Index, err e
 	bi, err = bleve.OpenUsing(path, runtimeConfig(lockTimeout))
 	if err != nil {
 		return nil, err
+	}
+	if err := ownerOnly(path); err != nil {
+		return nil, errors.Join(err, bi.Close())
 	}
 	if err := checkAndMarkOpen(bi); err != nil {
 		return nil, errors.Join(err, bi.Close())
@@ -336,3 +342,16 @@ var (
 )
 
 func timeInRange(t time.Time) bool { return !t.Before(minTime) && !t.After(maxTime) }
+
+// ownerOnly makes the index readable by its owner only: bleve writes
+// index_meta.json 0644 (its segments are already 0600). The index holds
+// conversation text.
+func ownerOnly(path string) error {
+	if err := os.Chmod(path, 0o700); err != nil {
+		return fmt.Errorf("index permissions: %w", err)
+	}
+	if err := os.Chmod(filepath.Join(path, "index_meta.json"), 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("index permissions: %w", err)
+	}
+	return nil
+}

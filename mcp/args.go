@@ -84,11 +84,14 @@ type FindQuoteArgs struct {
 	Until          string `json:"until,omitempty" jsonschema:"Only turns before this RFC3339 time."`
 	Speaker        string `json:"speaker,omitempty" jsonschema:"Only turns by this speaker (a role such as user, or a name)."`
 	Scope          string `json:"scope,omitempty" jsonschema:"conversation (default) searches this memory space; all searches every space."`
+	Cursor         string `json:"cursor,omitempty" jsonschema:"next_cursor from a previous find_quote answer with the same arguments: the next max_results hits. Omit for the best hits."`
 }
 
 // StatusArgs are domain_status's arguments.
 type StatusArgs struct {
 	ConversationID string `json:"conversation_id,omitempty" jsonschema:"Memory space. Omit for the default space."`
+	Limit          *int   `json:"limit,omitempty" jsonschema:"Most tags to list (1-500, default 50), busiest first."`
+	Cursor         string `json:"cursor,omitempty" jsonschema:"next_cursor from a previous domain_status answer: the next page of tags. Omit for the first page."`
 }
 
 // argError is a caller mistake found while decoding or validating arguments.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -19,7 +20,8 @@ import (
 const (
 	domainsURI                 = "virtualcontext://domains"
 	conversationsURI           = "virtualcontext://conversations"
-	domainsQueryTemplate       = "virtualcontext://domains{?conversation}"
+	domainsQueryTemplate       = "virtualcontext://domains{?conversation,cursor}"
+	conversationsPageTemplate  = "virtualcontext://conversations{?cursor}"
 	domainTemplate             = "virtualcontext://domains/{tag}"
 	conversationDomainTemplate = "virtualcontext://conversations/{conversation}/domains/{tag}"
 )
@@ -28,6 +30,17 @@ const (
 type domainList struct {
 	ConversationID string             `json:"conversation_id"`
 	Tags           []memory.TagStatus `json:"tags"`
+	// TotalTags counts every tag; Tags holds at most maxResourceItems.
+	TotalTags int `json:"total_tags"`
+	// NextURI, when set, reads the next page.
+	NextURI string `json:"next_uri,omitempty"`
+}
+
+// conversationList is the JSON body of virtualcontext://conversations.
+type conversationList struct {
+	Conversations []memory.ConversationInfo `json:"conversations"`
+	Total         int                       `json:"total"`
+	NextURI       string                    `json:"next_uri,omitempty"`
 }
 
 func resources(mem Memory, log *slog.Logger) []mcpserver.ServerResource {
@@ -43,17 +56,10 @@ func resources(mem Memory, log *slog.Logger) []mcpserver.ServerResource {
 		},
 		{
 			Resource: mcpgo.NewResource(conversationsURI, "conversations",
-				mcpgo.WithResourceDescription("Every conversation (memory space) in the store with turn and token counts (JSON)."),
+				mcpgo.WithResourceDescription("Every conversation (memory space) in the store with turn and token counts (JSON), in pages of 200 (next_uri)."),
 				mcpgo.WithMIMEType("application/json")),
 			Handler: func(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
-				convs, err := mem.Conversations(ctx)
-				if err != nil {
-					return nil, resourceError(log, req.Params.URI, err)
-				}
-				if convs == nil {
-					convs = []memory.ConversationInfo{}
-				}
-				return jsonContents(req.Params.URI, convs)
+				return readConversations(ctx, mem, log, req.Params.URI, "")
 			},
 		},
 	}
@@ -63,14 +69,22 @@ func resourceTemplates(mem Memory, log *slog.Logger) []mcpserver.ServerResourceT
 	return []mcpserver.ServerResourceTemplate{
 		{
 			Template: mcpgo.NewResourceTemplate(domainsQueryTemplate, "domains-of-conversation",
-				mcpgo.WithTemplateDescription("Every topic tag of one conversation with its counts (JSON)."),
+				mcpgo.WithTemplateDescription("Every topic tag of one conversation with its counts (JSON), in pages of 200 (next_uri)."),
 				mcpgo.WithTemplateMIMEType("application/json")),
 			Handler: func(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
 				conv, err := templateArg(req, "conversation", false)
 				if err != nil {
 					return nil, err
 				}
-				return readDomains(ctx, mem, log, req.Params.URI, conv)
+				return readDomainsPage(ctx, mem, log, req.Params.URI, conv, templateValue(req, "cursor"))
+			},
+		},
+		{
+			Template: mcpgo.NewResourceTemplate(conversationsPageTemplate, "conversations-page",
+				mcpgo.WithTemplateDescription("A further page of virtualcontext://conversations (follow its next_uri)."),
+				mcpgo.WithTemplateMIMEType("application/json")),
+			Handler: func(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+				return readConversations(ctx, mem, log, req.Params.URI, templateValue(req, "cursor"))
 			},
 		},
 		{
@@ -120,15 +134,54 @@ func templateArg(req mcpgo.ReadResourceRequest, name string, required bool) (str
 }
 
 func readDomains(ctx context.Context, mem Memory, log *slog.Logger, uri, conv string) ([]mcpgo.ResourceContents, error) {
+	return readDomainsPage(ctx, mem, log, uri, conv, "")
+}
+
+func readDomainsPage(ctx context.Context, mem Memory, log *slog.Logger, uri, conv, cursor string) ([]mcpgo.ResourceContents, error) {
+	off, err := decodeCursor("domains", cursor, fingerprint(conv))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", uri, err)
+	}
 	st, err := mem.Status(ctx, conv)
 	if err != nil {
 		return nil, resourceError(log, uri, err)
 	}
-	tags := st.Tags
-	if tags == nil {
-		tags = []memory.TagStatus{}
+	tags, next := page(st.Tags, off, maxResourceItems, "domains", fingerprint(conv))
+	body := domainList{ConversationID: st.ConversationID, Tags: tags, TotalTags: len(st.Tags)}
+	if next != "" {
+		body.NextURI = domainsURI + "?conversation=" + url.QueryEscape(st.ConversationID) + "&cursor=" + next
 	}
-	return jsonContents(uri, domainList{ConversationID: st.ConversationID, Tags: tags})
+	return jsonContents(uri, body)
+}
+
+func readConversations(ctx context.Context, mem Memory, log *slog.Logger, uri, cursor string) ([]mcpgo.ResourceContents, error) {
+	off, err := decodeCursor("conversations", cursor, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", uri, err)
+	}
+	convs, err := mem.Conversations(ctx)
+	if err != nil {
+		return nil, resourceError(log, uri, err)
+	}
+	items, next := page(convs, off, maxResourceItems, "conversations", 0)
+	body := conversationList{Conversations: items, Total: len(convs)}
+	if next != "" {
+		body.NextURI = conversationsURI + "?cursor=" + next
+	}
+	return jsonContents(uri, body)
+}
+
+// templateValue is an optional URI template variable ("" when absent).
+func templateValue(req mcpgo.ReadResourceRequest, name string) string {
+	switch a := req.Params.Arguments[name].(type) {
+	case []string:
+		if len(a) > 0 {
+			return a[0]
+		}
+	case string:
+		return a
+	}
+	return ""
 }
 
 func readDomain(ctx context.Context, mem Memory, log *slog.Logger, req mcpgo.ReadResourceRequest, conv string) ([]mcpgo.ResourceContents, error) {

@@ -158,6 +158,9 @@ func findQuoteInputSchema() json.RawMessage {
 func statusInputSchema() json.RawMessage {
 	s := mustSchema[StatusArgs]()
 	conversationProp(s)
+	l := prop(s, "limit")
+	single(l, "integer")
+	l.Minimum, l.Maximum, l.Default = ptr(1.0), ptr(float64(maxStatusTags)), rawJSON(defaultStatusTags)
 	return marshalSchema(s)
 }
 

@@ -47,6 +47,9 @@ func compactContextTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
 			}
 			text := fmt.Sprintf("Stored %d message(s) in %q (%d duplicate(s), %d empty skipped); %d turns in total.",
 				res.Stored, res.ConversationID, res.Duplicates, res.Skipped, res.TotalTurns)
+			if res.Redacted > 0 {
+				text += fmt.Sprintf(" Redacted %d secret(s) before storing (replaced by [secret:...] placeholders).", res.Redacted)
+			}
 			if res.Compacted {
 				text += fmt.Sprintf(" Compacted %d segment(s), freeing %d tokens.", res.SegmentsCompacted, res.TokensFreed)
 			}
@@ -126,34 +129,46 @@ func findQuoteTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
 			"Each hit has the excerpt with matched terms marked, speaker, timestamp, conversation, tags and its master-log reference (file and byte range); "+
 			"follow up with expand_topic on a hit's tag for more."),
 		rawInputSchema(findQuoteInputSchema()),
-		mcpgo.WithRawOutputSchema(outputSchema[memory.FindQuoteResult]()),
+		mcpgo.WithRawOutputSchema(outputSchema[FindQuotePage]()),
 		annotations("Find a quote", true, false, true),
 	)
-	return mcpserver.ServerTool{Tool: tool, Handler: handle(log, "find_quote", decodeFindQuote,
-		func(ctx context.Context, req memory.FindQuoteRequest, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-			res, err := mem.FindQuote(ctx, req)
+	return mcpserver.ServerTool{Tool: tool, Handler: handle(log, "find_quote", decodeFindQuotePage,
+		func(ctx context.Context, req findQuoteReq, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			res, err := findQuotePage(ctx, mem, req)
 			if err != nil {
 				return nil, err
 			}
-			return withLinks(mcpgo.NewToolResultStructured(res, renderQuotes(res)), quoteLinks(res)), nil
+			text := renderQuotes(memory.FindQuoteResult{Query: res.Query, Quotes: res.Quotes})
+			if res.NextCursor != "" {
+				text += fmt.Sprintf("\nMore hits: call find_quote again with the same arguments and cursor %q.", res.NextCursor)
+			}
+			page := memory.FindQuoteResult{Query: res.Query, Quotes: res.Quotes}
+			return withLinks(mcpgo.NewToolResultStructured(res, text), quoteLinks(page)), nil
 		})}
 }
 
 func domainStatusTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
 	tool := mcpgo.NewTool("domain_status",
 		mcpgo.WithDescription("What memory holds for a conversation: every topic tag with turn and segment counts, full vs summary tokens, first/last seen and working-set depth; "+
-			"store totals; and which optional features (embeddings, LLM) are enabled."),
+			"store totals; and which optional features (embeddings, LLM) are enabled. Tags come in pages (limit, default 50): pass next_cursor as cursor for more."),
 		rawInputSchema(statusInputSchema()),
-		mcpgo.WithRawOutputSchema(outputSchema[memory.Status]()),
+		mcpgo.WithRawOutputSchema(outputSchema[StatusPage]()),
 		annotations("Memory status", true, false, true),
 	)
-	return mcpserver.ServerTool{Tool: tool, Handler: handle(log, "domain_status", decodeStatus,
-		func(ctx context.Context, id string, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-			res, err := mem.Status(ctx, id)
+	return mcpserver.ServerTool{Tool: tool, Handler: handle(log, "domain_status", decodeStatusPage,
+		func(ctx context.Context, req statusReq, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			st, err := mem.Status(ctx, req.conv)
 			if err != nil {
 				return nil, err
 			}
-			return mcpgo.NewToolResultStructured(res, renderStatus(res)), nil
+			tags, next := page(st.Tags, req.offset, req.limit, "domain_status", fingerprint(req.conv))
+			res := StatusPage{ConversationID: st.ConversationID, Tags: tags, TotalTags: len(st.Tags), NextCursor: next, Totals: st.Totals, Features: st.Features}
+			st.Tags = tags
+			text := renderStatus(st)
+			if next != "" {
+				text += fmt.Sprintf("\nShowing tags %d-%d of %d; call domain_status with cursor %q for more.", req.offset+1, req.offset+len(tags), res.TotalTags, next)
+			}
+			return mcpgo.NewToolResultStructured(res, text), nil
 		})}
 }
 

@@ -10,20 +10,43 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 )
 
 // ServeStdio serves s over newline-delimited JSON-RPC on stdin/stdout until
-// stdin ends or ctx is cancelled. Nothing but JSON-RPC is written to stdout;
-// the library's own error log goes to log.
+// stdin ends or ctx is cancelled, with the default limits (StdioOptions).
 func ServeStdio(ctx context.Context, s *mcpserver.MCPServer, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
+	return ServeStdioWith(ctx, s, stdin, stdout, StdioOptions{Logger: log})
+}
+
+// StdioOptions configure ServeStdioWith.
+type StdioOptions struct {
+	// MaxLineBytes caps one JSON-RPC line (default DefaultMaxLineBytes): a
+	// longer line is read through, dropped, and answered with a JSON-RPC
+	// error; the server keeps serving.
+	MaxLineBytes int
+	// Logger receives transport logs (default: discard).
+	Logger *slog.Logger
+}
+
+// ServeStdioWith is ServeStdio with options. Nothing but JSON-RPC is
+// written to stdout; the library's own error log goes to the logger.
+func ServeStdioWith(ctx context.Context, s *mcpserver.MCPServer, stdin io.Reader, stdout io.Writer, opts StdioOptions) error {
+	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if opts.MaxLineBytes <= 0 {
+		opts.MaxLineBytes = DefaultMaxLineBytes
+	}
+	out := &lockedWriter{w: stdout}
+	in := lineCap(ctx, stdin, out, opts.MaxLineBytes, log)
+	defer in.Close()
 	stdio := mcpserver.NewStdioServer(s)
 	stdio.SetErrorLogger(slog.NewLogLogger(log.Handler(), slog.LevelWarn))
-	err := stdio.Listen(ctx, stdin, stdout)
+	err := stdio.Listen(ctx, in, out)
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 		return nil
 	}
@@ -37,6 +60,16 @@ type HTTPOptions struct {
 	AllowedOrigins []string
 	// Logger receives transport logs (default: discard).
 	Logger *slog.Logger
+	// AuthToken, when set, is the bearer token every request must carry
+	// (401 otherwise).
+	AuthToken string
+	// MaxBodyBytes caps a request body (default DefaultMaxBodyBytes; 413).
+	MaxBodyBytes int64
+	// SessionIdleTTL expires Streamable HTTP sessions without requests for
+	// that long (default DefaultSessionIdleTTL).
+	SessionIdleTTL time.Duration
+	// MaxSessions caps live sessions (default DefaultMaxSessions; 503).
+	MaxSessions int
 }
 
 // HTTPHandler serves s over Streamable HTTP at /mcp (with an event store, so
@@ -45,6 +78,22 @@ type HTTPHandler struct {
 	http.Handler
 	streamable *mcpserver.StreamableHTTPServer
 	sse        *mcpserver.SSEServer
+	sessions   *sessions
+}
+
+// LiveSessions counts the Streamable HTTP sessions that have not expired.
+func (h *HTTPHandler) LiveSessions() int { return h.sessions.live() }
+
+func (o *HTTPOptions) setDefaults() {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.SessionIdleTTL <= 0 {
+		o.SessionIdleTTL = DefaultSessionIdleTTL
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
 }
 
 // NewHTTPHandler builds the HTTP transports behind an Origin check: mcp-go
@@ -55,17 +104,27 @@ func NewHTTPHandler(s *mcpserver.MCPServer, opts HTTPOptions) *HTTPHandler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	opts.setDefaults()
+	st := newSessions(opts.SessionIdleTTL)
 	streamable := mcpserver.NewStreamableHTTPServer(s,
 		mcpserver.WithEventStore(mcpserver.NewInMemoryEventStore()),
 		mcpserver.WithStreamableHTTPLogger(log),
+		mcpserver.WithSessionIdManager(st),
+		mcpserver.WithSessionIdleTTL(opts.SessionIdleTTL),
 	)
 	sse := mcpserver.NewSSEServer(s)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", streamable)
 	mux.Handle("/sse", sse.SSEHandler())
 	mux.Handle("/message", sse.MessageHandler())
+	var h http.Handler = sessionCap(mux, st, opts.MaxSessions, log)
+	h = bodyLimit(originCheck(h, opts.AllowedOrigins, log), opts.MaxBodyBytes, log)
+	if opts.AuthToken != "" {
+		h = bearerAuth(h, opts.AuthToken, log)
+	}
 	return &HTTPHandler{
-		Handler:    originCheck(mux, opts.AllowedOrigins, log),
+		Handler:    h,
+		sessions:   st,
 		streamable: streamable,
 		sse:        sse,
 	}

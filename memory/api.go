@@ -122,6 +122,9 @@ type Options struct {
 	Splitter TagSplitter
 	// TagPriority orders topics in assemblies (higher first); nil = all equal.
 	TagPriority func(tag string) int
+	// Scrubber replaces secrets before anything is stored; nil = the
+	// built-in rule table (memory/scrub), scrub.Off() = no scrubbing.
+	Scrubber Scrubber
 	// Usage reports a conversation's LLM usage for Status; nil = none.
 	Usage func(conversationID string) ([]LLMUsage, error)
 	// Logger receives operational logs (never conversation text above Debug).
@@ -165,6 +168,8 @@ type IngestResult struct {
 	Skipped int `json:"skipped"`
 	// TurnIDs are the ids of the stored turns, in order.
 	TurnIDs []string `json:"turn_ids"`
+	// Redacted counts secrets replaced by placeholders in this call's messages.
+	Redacted int `json:"redacted"`
 	// Tags are the tags assigned to the stored turns (deduplicated, in first-seen order).
 	Tags []string `json:"tags"`
 	// SegmentsCompacted and TokensFreed describe the compaction, if one ran.
@@ -333,7 +338,8 @@ type Quote struct {
 	Match string `json:"match"`
 }
 
-// LogRef locates a turn in its master log: bytes [Start, End) of File.
+// LogRef locates a turn in its master log: bytes [Start, End) of File,
+// a slash-separated path relative to the data directory (logs/ID.jsonl).
 type LogRef struct {
 	File  string `json:"file"`
 	Start int64  `json:"start"`

@@ -33,7 +33,9 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 		return res, err
 	}
 	res.ConversationID = id
-	inputs, err := normalizeBatch(req.Messages, s.opts.MaxMessageBytes)
+	msgs, redacted := s.scrubMessages(req.Messages) // secrets never go further than this
+	res.Redacted = redacted
+	inputs, err := normalizeBatch(msgs, s.opts.MaxMessageBytes)
 	if err != nil {
 		return res, err
 	}
@@ -171,7 +173,7 @@ func (s *Store) tagBatch(ctx context.Context, convID string, ins []turnInput, sn
 	out := make([]tagging.Result, len(ins))
 	prevTags, prevText := snap.prevTags, snap.prevText
 	for i, tin := range ins {
-		text := tin.Text
+		text := tagText(tin.Text)
 		if strings.TrimSpace(text) == "" {
 			continue
 		}

@@ -186,8 +186,12 @@ func TestContentBlocksAndEmptyTurns(t *testing.T) {
 	if len(fq.Quotes) != 1 || fq.Quotes[0].TurnID != "t3" {
 		t.Fatalf("quotes %+v, want the tool result t3", fq.Quotes)
 	}
-	// The master log keeps the blocks verbatim.
-	data, err := os.ReadFile(fq.Quotes[0].Ref.File)
+	// The master log keeps the blocks verbatim. Ref.File is relative to
+	// the data directory.
+	if filepath.IsAbs(fq.Quotes[0].Ref.File) {
+		t.Errorf("ref file %q is absolute; want it relative to the data dir", fq.Quotes[0].Ref.File)
+	}
+	data, err := os.ReadFile(filepath.Join(s.opts.Dir, filepath.FromSlash(fq.Quotes[0].Ref.File)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -77,10 +76,10 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 			}
 			excerpt = clip(rec.Content, excerptChars)
 		}
-		abs, _ := filepath.Abs(c.log.path)
+		file := s.refPath(c.log.path)
 		res.Quotes = append(res.Quotes, Quote{
 			TurnID: turnID(t.Seq), ConversationID: c.id, Role: t.Role, Speaker: t.Name, Timestamp: t.When,
-			Excerpt: excerpt, Tags: nonNil(t.Tags), Ref: LogRef{File: abs, Start: t.Start, End: t.End},
+			Excerpt: excerpt, Tags: nonNil(t.Tags), Ref: LogRef{File: file, Start: t.Start, End: t.End},
 			Score: h.Score, Match: "lexical",
 		})
 	}
@@ -135,10 +134,10 @@ func (s *Store) semanticQuotes(ctx context.Context, convs []*conv, query string,
 			if err != nil {
 				return out, err
 			}
-			abs, _ := filepath.Abs(c.log.path)
+			file := s.refPath(c.log.path)
 			out = append(out, Quote{
 				TurnID: turnID(seq), ConversationID: c.id, Role: t.Role, Speaker: t.Name, Timestamp: t.When,
-				Excerpt: clip(rec.Content, excerptChars), Tags: nonNil(t.Tags), Ref: LogRef{File: abs, Start: t.Start, End: t.End},
+				Excerpt: clip(rec.Content, excerptChars), Tags: nonNil(t.Tags), Ref: LogRef{File: file, Start: t.Start, End: t.End},
 				Score: float64(sims[i]), Match: "semantic",
 			})
 		}

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -39,6 +40,15 @@ type settings struct {
 	LLMBaseURL          string
 	LLMModel            string
 	LLMAPIKeyEnv        string
+	// Privacy and HTTP limits (privacy.go).
+	Scrub          bool
+	ScrubAllow     []string
+	ScrubRules     string
+	AuthTokenFile  string
+	MaxBodyBytes   int
+	SessionIdleTTL time.Duration
+	MaxSessions    int
+	MaxLineBytes   int
 }
 
 // settingKey is one documented setting.
@@ -94,7 +104,7 @@ var settingKeys = []settingKey{
 		help: "Serve Streamable HTTP at `/mcp` and legacy SSE at `/sse` on this address (e.g. `127.0.0.1:5757`) instead of stdio.",
 		set:  func(c *settings, v string) error { c.HTTPAddr = v; return nil }},
 	{name: "allow_remote", env: "VC_ALLOW_REMOTE", flag: "allow-remote", def: constant("false"), isBool: true,
-		help: "Allow `http` to bind a non-loopback address. There is no authentication: put a proxy in front.",
+		help: "Allow `http` to bind a non-loopback address. Requires `auth_token_file`; see Remote access and auth.",
 		set:  boolSetter(func(c *settings) *bool { return &c.AllowRemote })},
 	{name: "allow_origins", env: "VC_ALLOW_ORIGINS", flag: "allow-origin", def: constant(""),
 		help: "Comma-separated browser Origins accepted over HTTP besides loopback ones (`*` = any).",
@@ -114,6 +124,41 @@ var settingKeys = []settingKey{
 	{name: "llm_api_key_env", env: "VC_LLM_API_KEY_ENV", flag: "llm-api-key-env", def: constant(""),
 		help: "Name of the environment variable holding the LLM API key (the key itself is never put in config).",
 		set:  func(c *settings, v string) error { c.LLMAPIKeyEnv = v; return nil }},
+	{name: "scrub", env: "VC_SCRUB", flag: "scrub", def: constant("true"), isBool: true,
+		help: "Replace credentials (API keys, tokens, private keys, passwords) with placeholders such as `[secret:openai-key]` before anything is stored. See Privacy.",
+		set:  boolSetter(func(c *settings) *bool { return &c.Scrub })},
+	{name: "scrub_allow", env: "VC_SCRUB_ALLOW", flag: "scrub-allow", def: constant(""),
+		help: "Comma-separated literal values never redacted (e.g. a published example key).",
+		set:  func(c *settings, v string) error { c.ScrubAllow = splitList(v); return nil }},
+	{name: "scrub_rules", env: "VC_SCRUB_RULES", flag: "scrub-rules", def: constant(""),
+		help: "YAML file of extra rules (`extra: [{name, pattern}]`, Go regexps) and allow patterns (`allow: [regexp]`). See Privacy.",
+		set:  func(c *settings, v string) error { c.ScrubRules = v; return nil }},
+	{name: "auth_token_file", env: "VC_AUTH_TOKEN_FILE", flag: "auth-token-file", def: constant(""),
+		help: "File holding the bearer token HTTP clients must send (`Authorization: Bearer <token>`). Required with `allow_remote`. See Remote access and auth.",
+		set:  func(c *settings, v string) error { c.AuthTokenFile = v; return nil }},
+	{name: "max_body_bytes", env: "VC_MAX_BODY_BYTES", flag: "max-body-bytes", def: constant("4194304"),
+		help: "Largest HTTP request body, in bytes (4 MiB); larger ones get 413.",
+		set:  intSetter(func(c *settings) *int { return &c.MaxBodyBytes }, 4096, 1<<30)},
+	{name: "max_line_bytes", env: "VC_MAX_LINE_BYTES", flag: "max-line-bytes", def: constant("8388608"),
+		help: "Largest stdio JSON-RPC line, in bytes (8 MiB); a longer line gets a JSON-RPC error and the server keeps serving.",
+		set:  intSetter(func(c *settings) *int { return &c.MaxLineBytes }, 4096, 1<<30)},
+	{name: "session_idle_ttl", env: "VC_SESSION_IDLE_TTL", flag: "session-idle-ttl", def: constant("30m"),
+		help: "HTTP sessions idle this long are closed (Go duration, e.g. `30m`).",
+		set:  durationSetter(func(c *settings) *time.Duration { return &c.SessionIdleTTL })},
+	{name: "max_sessions", env: "VC_MAX_SESSIONS", flag: "max-sessions", def: constant("256"),
+		help: "Most live HTTP sessions; a new one beyond it gets 503 until others end or expire.",
+		set:  intSetter(func(c *settings) *int { return &c.MaxSessions }, 1, 1_000_000)},
+}
+
+func durationSetter(field func(*settings) *time.Duration) func(*settings, string) error {
+	return func(c *settings, v string) error {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d <= 0 {
+			return fmt.Errorf("must be a positive duration such as 30m, got %q", v)
+		}
+		*field(c) = d
+		return nil
+	}
 }
 
 type presetValues struct {

@@ -49,6 +49,7 @@ usage:
   vc-mcp summaries regenerate [--conversation ID] [--tag T]
                              rebuild summaries from the master logs
   vc-mcp daemon status|stop  the shared server every stdio host of a data dir uses
+  vc-mcp import [--format chatgpt|claude] FILE   import ChatGPT or Claude history
   vc-mcp version [--json]    print the version and commit
   vc-mcp help [command]      this help; "vc-mcp serve -h" lists every flag
 
@@ -79,6 +80,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runDaemon(ctx, args, stdin, stdout, stderr)
 	case "summaries":
 		return runSummaries(ctx, args, stdout, stderr)
+	case "import":
+		return runImport(ctx, args, stdin, stdout, stderr)
 	case "version", "--version":
 		return runVersion(ctx, args, stdin, stdout, stderr)
 	case "help", "-h", "--help":

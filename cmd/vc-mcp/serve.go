@@ -52,7 +52,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 
 	var httpListener net.Listener
+	var httpOpts mcp.HTTPOptions
 	if cfg.HTTPAddr != "" {
+		if httpOpts, err = httpOptions(cfg, log, stderr); err != nil {
+			return err
+		}
 		// Check and bind before opening the store, so a bad address costs nothing.
 		if httpListener, err = listen(cfg); err != nil {
 			return err
@@ -61,6 +65,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 
 	opts := memoryOptions(cfg, log)
+	if opts.Scrubber, err = scrubberFor(cfg); err != nil {
+		return err
+	}
 	sm, err := wireSeams(ctx, cfg, &opts, log)
 	if err != nil {
 		return err
@@ -76,10 +83,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if httpListener != nil {
 		stopOwner := serveSocket(ctx, srv, cfg, httpListener.Addr().String(), log)
 		release()
-		err = serveHTTP(ctx, httpListener, srv, cfg, log, stderr)
+		err = serveHTTP(ctx, httpListener, srv, cfg, httpOpts, log, stderr)
 		stopOwner()
 	} else {
-		err = mcp.ServeStdio(ctx, srv, stdin, stdout, log)
+		err = mcp.ServeStdioWith(ctx, srv, stdin, stdout, mcp.StdioOptions{Logger: log, MaxLineBytes: cfg.MaxLineBytes})
 	}
 	if cerr := store.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close %s: %w", cfg.DataDir, cerr))
@@ -109,7 +116,7 @@ func listen(cfg settings) (net.Listener, error) {
 		return nil, fmt.Errorf("http: %q is not host:port (e.g. 127.0.0.1:5757): %w", cfg.HTTPAddr, err)
 	}
 	if !cfg.AllowRemote && !mcp.IsLoopbackHost(host) {
-		return nil, fmt.Errorf("http: refusing to listen on %s, which is not a loopback address; use 127.0.0.1:PORT, or --allow-remote if a proxy with authentication is in front", cfg.HTTPAddr)
+		return nil, fmt.Errorf("http: refusing to listen on %s, which is not a loopback address; use 127.0.0.1:PORT, or --allow-remote with --auth-token-file", cfg.HTTPAddr)
 	}
 	l, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -118,8 +125,8 @@ func listen(cfg settings) (net.Listener, error) {
 	return l, nil
 }
 
-func serveHTTP(ctx context.Context, l net.Listener, srv *mcpserver.MCPServer, cfg settings, log *slog.Logger, stderr io.Writer) error {
-	h := mcp.NewHTTPHandler(srv, mcp.HTTPOptions{AllowedOrigins: cfg.AllowOrigins, Logger: log})
+func serveHTTP(ctx context.Context, l net.Listener, srv *mcpserver.MCPServer, cfg settings, opts mcp.HTTPOptions, log *slog.Logger, stderr io.Writer) error {
+	h := mcp.NewHTTPHandler(srv, opts)
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	base := "http://" + l.Addr().String()
 	fmt.Fprintf(stderr, "vc-mcp: listening on %s (Streamable HTTP %s/mcp, legacy SSE %s/sse); data in %s\n", base, base, base, cfg.DataDir)

@@ -55,10 +55,10 @@ type UsageLog struct {
 
 // OpenUsageLog opens (creating if needed) the usage log in dataDir.
 func OpenUsageLog(dataDir string) (*UsageLog, error) {
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("usage log: %w", err)
 	}
-	f, err := os.OpenFile(UsagePath(dataDir), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(UsagePath(dataDir), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("usage log: %w", err)
 	}

@@ -1,0 +1,280 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Defaults of the HTTP and stdio limits (HTTPOptions, StdioOptions).
+const (
+	DefaultMaxBodyBytes   = 4 << 20
+	DefaultSessionIdleTTL = 30 * time.Minute
+	DefaultMaxSessions    = 256
+	DefaultMaxLineBytes   = 8 << 20
+)
+
+// bearerAuth refuses requests without "Authorization: Bearer <token>". The
+// comparison is constant-time over SHA-256 digests, so neither the token's
+// bytes nor its length leak through timing.
+func bearerAuth(next http.Handler, token string, log *slog.Logger) http.Handler {
+	want := sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := r.Header.Get("Authorization")
+		const prefix = "Bearer "
+		ok := len(got) > len(prefix) && equalFoldASCII(got[:len(prefix)], prefix)
+		if ok {
+			sum := sha256.Sum256([]byte(got[len(prefix):]))
+			ok = subtle.ConstantTimeCompare(sum[:], want[:]) == 1
+		}
+		if !ok {
+			log.Warn("request refused: missing or wrong bearer token", "path", r.URL.Path, "remote", r.RemoteAddr)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="vc-mcp"`)
+			http.Error(w, "unauthorized: send Authorization: Bearer <token> (the token in the server's --auth-token-file)", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i]|0x20, b[i]|0x20
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// bodyLimit reads a request body up to max bytes before the transports see
+// it: a longer one gets 413 and is never held in memory (mcp-go reads
+// bodies with io.ReadAll).
+func bodyLimit(next http.Handler, max int64, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Method == http.MethodGet || r.Method == http.MethodDelete {
+			next.ServeHTTP(w, r)
+			return
+		}
+		tooLarge := func() {
+			log.Warn("request refused: body too large", "path", r.URL.Path, "limit", max)
+			w.Header().Set("Connection", "close")
+			http.Error(w, fmt.Sprintf("request body too large: the limit is %d bytes (max_body_bytes); send fewer or smaller messages per call", max), http.StatusRequestEntityTooLarge)
+		}
+		if r.ContentLength > max {
+			tooLarge()
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				tooLarge()
+				return
+			}
+			http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// sessions is the Streamable HTTP session id manager: ids are random, known
+// to this process, and expire after ttl without a request. It counts live
+// sessions so that new ones can be refused beyond a cap.
+type sessions struct {
+	ttl time.Duration
+	now func() time.Time
+
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+func newSessions(ttl time.Duration) *sessions {
+	return &sessions{ttl: ttl, now: time.Now, last: map[string]time.Time{}}
+}
+
+func (s *sessions) Generate() string {
+	id := "vc-" + uuid.NewString()
+	s.mu.Lock()
+	s.last[id] = s.now()
+	s.mu.Unlock()
+	return id
+}
+
+var errUnknownSession = errors.New("unknown or expired session")
+
+// Validate accepts a live session and records its activity. An expired or
+// unknown one is an error (404: the client starts a new session).
+func (s *sessions) Validate(id string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.last[id]
+	if !ok {
+		return false, errUnknownSession
+	}
+	now := s.now()
+	if now.Sub(t) > s.ttl {
+		delete(s.last, id)
+		return false, errUnknownSession
+	}
+	s.last[id] = now
+	return false, nil
+}
+
+func (s *sessions) Terminate(id string) (bool, error) {
+	s.mu.Lock()
+	delete(s.last, id)
+	s.mu.Unlock()
+	return false, nil
+}
+
+// live counts sessions that have not expired, dropping the expired ones.
+func (s *sessions) live() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for id, t := range s.last {
+		if now.Sub(t) > s.ttl {
+			delete(s.last, id)
+		}
+	}
+	return len(s.last)
+}
+
+// sessionCap refuses to start a session beyond max live ones: a Streamable
+// HTTP POST without Mcp-Session-Id (an initialize) or a new legacy SSE
+// stream gets 503 with Retry-After.
+func sessionCap(next http.Handler, st *sessions, max int, log *slog.Logger) http.Handler {
+	var sse atomic.Int64
+	refuse := func(w http.ResponseWriter, r *http.Request) {
+		log.Warn("session refused: too many live sessions", "path", r.URL.Path, "max", max)
+		w.Header().Set("Retry-After", "60")
+		http.Error(w, fmt.Sprintf("too many live sessions (max_sessions %d); idle ones expire, retry later", max), http.StatusServiceUnavailable)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/mcp" && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "":
+			if st.live()+int(sse.Load()) >= max {
+				refuse(w, r)
+				return
+			}
+		case r.URL.Path == "/sse" && r.Method == http.MethodGet:
+			if st.live()+int(sse.Add(1)) > max {
+				sse.Add(-1)
+				refuse(w, r)
+				return
+			}
+			defer sse.Add(-1)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// lineCap copies newline-delimited JSON-RPC from in to the returned reader,
+// replacing each line longer than max bytes by a JSON-RPC error written to
+// out (through the same lock as every other write): the line is read
+// through and dropped, never held whole in memory, and serving goes on.
+func lineCap(ctx context.Context, in io.Reader, out *lockedWriter, max int, log *slog.Logger) *io.PipeReader {
+	pr, pw := io.Pipe()
+	go func() {
+		br := bufio.NewReaderSize(in, 64<<10)
+		var line []byte
+		for {
+			chunk, err := br.ReadSlice('\n')
+			switch {
+			case len(line)+len(chunk) <= max:
+				line = append(line, chunk...)
+			case line != nil || len(chunk) > 0:
+				// Over the limit: keep the head (for the id), drop the rest.
+				head := append(line, chunk...)[:min(len(line)+len(chunk), 4096)]
+				n := int64(len(line) + len(chunk))
+				for errors.Is(err, bufio.ErrBufferFull) {
+					chunk, err = br.ReadSlice('\n')
+					n += int64(len(chunk))
+				}
+				log.Warn("stdio: request line over the limit dropped", "bytes", n, "limit", max)
+				out.writeLine(oversizeError(head, n, max))
+				line = line[:0]
+				if err != nil {
+					pw.CloseWithError(err)
+					return
+				}
+				continue
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			if len(line) > 0 {
+				if _, werr := pw.Write(line); werr != nil {
+					return
+				}
+				line = line[:0]
+			}
+			if err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+			if ctx.Err() != nil {
+				pw.CloseWithError(ctx.Err())
+				return
+			}
+		}
+	}()
+	return pr
+}
+
+var idRE = regexp.MustCompile(`"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?[0-9]{1,20})`)
+
+// oversizeError is the JSON-RPC answer to a dropped line; its id is the
+// request's when it appears in the line's first bytes, else null.
+func oversizeError(head []byte, n int64, max int) []byte {
+	var id json.RawMessage = []byte("null")
+	if m := idRE.FindSubmatch(head); m != nil && json.Valid(m[1]) {
+		id = m[1]
+	}
+	b, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0", "id": id,
+		"error": map[string]any{"code": -32600, "message": fmt.Sprintf(
+			"request is %d bytes; the limit is %d bytes per line (max_line_bytes): send fewer or smaller messages per call", n, max)},
+	})
+	return b
+}
+
+// lockedWriter serialises whole writes: mcp-go writes each message with
+// one Write call, and lineCap's errors go through the same lock.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) writeLine(b []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.w.Write(append(b, '\n'))
+}

@@ -1,0 +1,246 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+func post(t *testing.T, url, body string, hdr map[string]string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res
+}
+
+func TestBearerAuth(t *testing.T) {
+	const token = "0123456789abcdef-token"
+	h := NewHTTPHandler(NewServer(newFakeMemory(), Options{}), HTTPOptions{AuthToken: token})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	t.Cleanup(func() { h.Shutdown(context.Background()) })
+	tests := []struct {
+		name   string
+		header string
+		want   int
+	}{
+		{"no header", "", http.StatusUnauthorized},
+		{"wrong token", "Bearer 0123456789abcdef-tokeX", http.StatusUnauthorized},
+		{"prefix of the token", "Bearer 0123456789abcdef", http.StatusUnauthorized},
+		{"basic scheme", "Basic " + token, http.StatusUnauthorized},
+		{"right token", "Bearer " + token, http.StatusOK},
+		{"scheme is case-insensitive", "bearer " + token, http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hdr := map[string]string{}
+			if tt.header != "" {
+				hdr["Authorization"] = tt.header
+			}
+			res := post(t, srv.URL+"/mcp", initBody, hdr)
+			if res.StatusCode != tt.want {
+				t.Fatalf("status: got %d, want %d", res.StatusCode, tt.want)
+			}
+			if tt.want == http.StatusUnauthorized && !strings.HasPrefix(res.Header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("WWW-Authenticate: got %q, want a Bearer challenge", res.Header.Get("WWW-Authenticate"))
+			}
+		})
+	}
+}
+
+// endless streams n bytes of a JSON-ish body without holding them.
+type endless struct{ left int64 }
+
+func (e *endless) Read(p []byte) (int, error) {
+	if e.left <= 0 {
+		return 0, io.EOF
+	}
+	n := min(int64(len(p)), e.left)
+	for i := range p[:n] {
+		p[i] = 'a'
+	}
+	e.left -= n
+	return int(n), nil
+}
+
+// TestBodyLimit: a 300 MB streamed body gets 413 and the process allocates
+// a small, bounded amount for it (without the limit mcp-go's io.ReadAll
+// would allocate about twice the body).
+func TestBodyLimit(t *testing.T) {
+	h := NewHTTPHandler(NewServer(newFakeMemory(), Options{}), HTTPOptions{})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	t.Cleanup(func() { h.Shutdown(context.Background()) })
+
+	// Declared too large: refused before reading.
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", &endless{left: 300 << 20})
+	req.ContentLength = 300 << 20
+	res, err := http.DefaultClient.Do(req)
+	if err == nil {
+		res.Body.Close()
+	}
+	if err != nil || res.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("declared 300 MB: got %v %v, want 413", res, err)
+	}
+
+	// Streamed without a length: read up to the limit, then refused.
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	req, _ = http.NewRequest(http.MethodPost, srv.URL+"/mcp", io.MultiReader(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"x","params":"`), &endless{left: 300 << 20}))
+	req.ContentLength = -1
+	res, err = http.DefaultClient.Do(req)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatalf("streamed 300 MB: %v", err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "max_body_bytes") {
+		t.Fatalf("streamed 300 MB: got %d %q, want 413 naming max_body_bytes", res.StatusCode, body)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("300 MB streamed body: %d MiB allocated in the process (client and server)", alloc>>20)
+	if alloc > 64<<20 {
+		t.Errorf("allocated %d MiB for a refused body; want under 64 MiB", alloc>>20)
+	}
+
+	// A body under the limit still works.
+	if res := post(t, srv.URL+"/mcp", initBody, nil); res.StatusCode != http.StatusOK {
+		t.Errorf("initialize: got %d, want 200", res.StatusCode)
+	}
+}
+
+// TestIdleSessionsExpire: sessions past their idle TTL are dropped (their
+// id gets 404), and new sessions beyond the cap get 503 until then.
+func TestIdleSessionsExpire(t *testing.T) {
+	const n = 60
+	h := NewHTTPHandler(NewServer(newFakeMemory(), Options{}), HTTPOptions{SessionIdleTTL: time.Second, MaxSessions: n})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	t.Cleanup(func() { h.Shutdown(context.Background()) })
+
+	var ids []string
+	for range n {
+		res := post(t, srv.URL+"/mcp", initBody, nil)
+		id := res.Header.Get("Mcp-Session-Id")
+		if res.StatusCode != http.StatusOK || id == "" {
+			t.Fatalf("initialize: got %d, session %q", res.StatusCode, id)
+		}
+		ids = append(ids, id)
+	}
+	if got := h.LiveSessions(); got != n {
+		t.Fatalf("live sessions: got %d, want %d", got, n)
+	}
+	if res := post(t, srv.URL+"/mcp", initBody, nil); res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("session %d: got %d, want 503 with Retry-After", n+1, res.StatusCode)
+	}
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	if res := post(t, srv.URL+"/mcp", ping, map[string]string{"Mcp-Session-Id": ids[0]}); res.StatusCode != http.StatusOK {
+		t.Fatalf("ping on a live session: got %d, want 200", res.StatusCode)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for h.LiveSessions() > 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := h.LiveSessions(); got != 0 {
+		t.Fatalf("live sessions after the idle TTL: got %d, want 0", got)
+	}
+	if res := post(t, srv.URL+"/mcp", ping, map[string]string{"Mcp-Session-Id": ids[1]}); res.StatusCode != http.StatusNotFound {
+		t.Errorf("ping on an expired session: got %d, want 404", res.StatusCode)
+	}
+	if res := post(t, srv.URL+"/mcp", initBody, nil); res.StatusCode != http.StatusOK {
+		t.Errorf("initialize after expiry: got %d, want 200", res.StatusCode)
+	}
+}
+
+// TestStdioLineCap: an oversized line gets a JSON-RPC error with its id,
+// the server keeps serving, and the line is never held whole in memory.
+func TestStdioLineCap(t *testing.T) {
+	const max = 1 << 20
+	const big = 64 << 20
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- ServeStdioWith(ctx, NewServer(newFakeMemory(), Options{}), inR, outW, StdioOptions{MaxLineBytes: max})
+	}()
+	lines := make(chan map[string]any, 10)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			var m map[string]any
+			json.Unmarshal(sc.Bytes(), &m)
+			lines <- m
+		}
+	}()
+	answer := func(id float64) map[string]any {
+		t.Helper()
+		for {
+			select {
+			case m := <-lines:
+				if m["id"] == id {
+					return m
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no answer to id %v", id)
+			}
+		}
+	}
+	fmt.Fprintln(inW, initBody)
+	answer(1)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	go func() {
+		io.WriteString(inW, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"find_quote","arguments":{"query":"`)
+		io.Copy(inW, &endless{left: big})
+		io.WriteString(inW, "\"}}}\n")
+		fmt.Fprintln(inW, `{"jsonrpc":"2.0","id":8,"method":"ping"}`)
+	}()
+	m := answer(7)
+	errObj, _ := m["error"].(map[string]any)
+	if errObj == nil || errObj["code"] != float64(-32600) || !strings.Contains(fmt.Sprint(errObj["message"]), "max_line_bytes") {
+		t.Fatalf("oversized line: got %v, want a -32600 error naming max_line_bytes", m)
+	}
+	if m := answer(8); m["error"] != nil {
+		t.Fatalf("ping after the oversized line: %v", m)
+	}
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("64 MiB line: %d MiB allocated", alloc>>20)
+	if alloc > 16<<20 {
+		t.Errorf("allocated %d MiB for a dropped 64 MiB line; want under 16 MiB", alloc>>20)
+	}
+	cancel()
+	inW.Close()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeStdioWith did not return")
+	}
+}
