@@ -52,6 +52,7 @@ func (s *Store) Status(ctx context.Context, conversationID string) (Status, erro
 	st.Totals.ActiveTokens = c.active
 	st.Totals.CompactedTokens = c.tokens - c.active
 	st.Totals.LogBytes = c.meta.LogSize
+	st.Totals.DamagedRecords = c.damaged
 	return st, nil
 }
 

@@ -368,9 +368,15 @@ func (s *Store) conversation(ctx context.Context, id string, create bool) (*conv
 	if c.meta.Created.IsZero() {
 		c.meta.Created = s.now().UTC()
 	}
-	if err := s.replayTail(ctx, c); err != nil {
+	if err := s.reconcileLog(ctx, c); err != nil {
 		_ = l.close()
 		return nil, err
+	}
+	if c.meta.IndexedThrough < len(c.turns) {
+		if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns)); err != nil {
+			_ = l.close()
+			return nil, err
+		}
 	}
 	s.convs[id] = c
 	return c, nil
@@ -412,55 +418,6 @@ func (s *Store) recover(ctx context.Context) error {
 		}
 		if _, err := s.conversation(ctx, id, true); err != nil {
 			return fmt.Errorf("recover conversation %s: %w", id, err)
-		}
-	}
-	return nil
-}
-
-// replayTail folds in turns present in the master log but not in the store,
-// and indexes turns not yet indexed.
-func (s *Store) replayTail(ctx context.Context, c *conv) error {
-	size, err := c.log.size()
-	if err != nil {
-		return err
-	}
-	if size > c.meta.LogSize {
-		f, err := os.Open(c.log.path)
-		if err != nil {
-			return fmt.Errorf("open master log for replay: %w", err)
-		}
-		defer f.Close()
-		if _, err := f.Seek(c.meta.LogSize, 0); err != nil {
-			return fmt.Errorf("seek master log: %w", err)
-		}
-		var recs []logRecord
-		var ranges [][2]int64
-		end, err := scanLog(f, c.meta.LogSize, func(rec logRecord, start, end int64) error {
-			if rec.Seq != len(c.turns)+len(recs)+1 {
-				return fmt.Errorf("master log %s: record at byte %d has seq %d, want %d", c.log.path, start, rec.Seq, len(c.turns)+len(recs)+1)
-			}
-			recs = append(recs, rec)
-			ranges = append(ranges, [2]int64{start, end})
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if end < size {
-			s.log.Warn("master log has a torn tail (never acknowledged); it will be overwritten", "conversation", c.id, "valid_bytes", end, "size", size)
-		}
-		if len(recs) > 0 {
-			s.log.Info("replaying master log", "conversation", c.id, "turns", len(recs))
-			if err := s.applyRecords(ctx, c, recs, ranges, end, nil); err != nil {
-				return err
-			}
-		} else if end != c.meta.LogSize {
-			c.meta.LogSize = end
-		}
-	}
-	if c.meta.IndexedThrough < len(c.turns) {
-		if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns)); err != nil {
-			return err
 		}
 	}
 	return nil
