@@ -47,5 +47,10 @@
 // anything is appended, so an append never lands behind a hole, and records
 // whose bytes moved are found at their new place.
 //
-// File names: a conversation id names its log file with ':' written %3A.
+// File names: a conversation id names its files with ':' and every
+// upper-case letter written %XX (upper-case hex): "Proj:Chat" is
+// %50roj%3A%43hat.jsonl, so ids that differ only in case never share a file
+// on a case-insensitive file system. Logs named the old way ("Chat.jsonl")
+// are renamed when the store opens. (On such a file system, an old store in
+// which "Chat" and "chat" already shared one file cannot be separated.)
 package memory

@@ -172,6 +172,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 	}
 	s.ix = ix
+	if err := migrateLogNames(filepath.Join(opts.Dir, logsDir), s.log); err != nil {
+		return fail(err)
+	}
 	if err := s.recover(ctx); err != nil {
 		return fail(err)
 	}
@@ -200,6 +203,40 @@ func (s *Store) initSchema() error {
 	})
 	if err != nil {
 		return fmt.Errorf("initialise store: %w", err)
+	}
+	return nil
+}
+
+// migrateLogNames renames master logs named before upper-case letters were
+// escaped ("Chat.jsonl") to their case-safe names ("%43hat.jsonl").
+func migrateLogNames(dir string, log *slog.Logger) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("list master logs: %w", err)
+	}
+	renamed := false
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, logExt) {
+			continue
+		}
+		id := idFromFileName(strings.TrimSuffix(name, logExt))
+		want := fileName(id) + logExt
+		if want == name || ValidateConversationID(id) != nil {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(dir, want)); err == nil {
+			log.Warn("master log has an old-style name and its new name is taken; left as it is", "file", name, "new_name", want)
+			continue
+		}
+		if err := os.Rename(filepath.Join(dir, name), filepath.Join(dir, want)); err != nil {
+			return fmt.Errorf("rename master log %s to %s: %w", name, want, err)
+		}
+		log.Info("master log renamed to its case-safe name", "from", name, "to", want)
+		renamed = true
+	}
+	if renamed {
+		return syncDir(dir)
 	}
 	return nil
 }
@@ -395,7 +432,7 @@ func (s *Store) recover(ctx context.Context) error {
 		if e.IsDir() || !strings.HasSuffix(name, logExt) {
 			continue
 		}
-		id := strings.ReplaceAll(strings.TrimSuffix(name, logExt), "%3A", ":")
+		id := idFromFileName(strings.TrimSuffix(name, logExt))
 		if ValidateConversationID(id) != nil {
 			s.log.Warn("ignoring master log with an invalid conversation id", "file", name)
 			continue
@@ -435,7 +472,7 @@ func (s *Store) conversationIDs() ([]string, error) {
 		if e.IsDir() || !strings.HasSuffix(name, logExt) {
 			continue
 		}
-		id := strings.ReplaceAll(strings.TrimSuffix(name, logExt), "%3A", ":")
+		id := idFromFileName(strings.TrimSuffix(name, logExt))
 		if ValidateConversationID(id) == nil {
 			ids = append(ids, id)
 		}
