@@ -114,6 +114,14 @@ type Options struct {
 	// LockTimeout is how long Open waits for another process to release the
 	// data directory (default 1s).
 	LockTimeout time.Duration
+	// MaxOpenConversations caps the conversations kept loaded (each with
+	// its master log open); the least recently used beyond it are unloaded
+	// and loaded again on demand. 0 means 256.
+	MaxOpenConversations int
+
+	// noSync skips bbolt's fsync: only for tests that build large
+	// fixtures, where durability is not what they check.
+	noSync bool
 	// Embedder, Tagger and Summarizer are optional seams (nil = built-in).
 	Embedder   Embedder
 	Tagger     Tagger

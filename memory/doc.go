@@ -47,6 +47,23 @@
 // anything is appended, so an append never lands behind a hole, and records
 // whose bytes moved are found at their new place.
 //
+// Idempotency: Ingest lines a batch up against the end of the stored
+// conversation (the longest run of stored turns that equals the start of
+// the batch is a resend), so resending the whole history or only the last
+// exchange stores each message once, while the same words said again later
+// are kept. A message with a client id (Message.ID) is stored once per id,
+// one with a timestamp once per role, name, content and timestamp.
+//
+// Concurrency: the lock order is written at the top of store.go. Each
+// exported method is an operation; Close refuses new ones (ErrClosed),
+// waits for those in flight, then saves and closes. At most
+// Options.MaxOpenConversations conversations stay loaded (LRU); each loads
+// without holding Store.mu.
+//
+// Failures of the data directory (disk full, permissions, a damaged vc.db)
+// are *StorageError values wrapping ErrStorage, whose message says what to
+// do and whether anything was stored.
+//
 // File names: a conversation id names its files with ':' and every
 // upper-case letter written %XX (upper-case hex): "Proj:Chat" is
 // %50roj%3A%43hat.jsonl, so ids that differ only in case never share a file

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -279,5 +282,40 @@ func TestLegacyLogStillReads(t *testing.T) {
 	data, _ := os.ReadFile(path)
 	if !bytes.HasPrefix(data, legacy.Bytes()) || !bytes.Contains(data[legacy.Len():], []byte(`"crc":"`)) {
 		t.Fatalf("legacy bytes changed or new record unframed")
+	}
+}
+
+// A full disk: the error says what to do and that nothing was stored;
+// reads keep working; once there is space again, writing resumes with the
+// right turn ids and nothing half-written in the log.
+func TestDiskFullSaysWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	ingest(t, s, "c", chat(10, t0))
+	logWriteHook = func(string) error { return syscall.ENOSPC }
+	t.Cleanup(func() { logWriteHook = nil })
+	_, err := s.Ingest(context.Background(), IngestRequest{ConversationID: "c", Messages: []Message{msg("user", "Ana", "lost to a full disk", t0.Add(time.Hour))}})
+	if !errors.Is(err, ErrStorage) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Ingest on a full disk: %v, want ErrStorage wrapping ENOSPC", err)
+	}
+	for _, want := range []string{"disk full", dir, "nothing was stored"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if _, err := s.Recall(context.Background(), RecallRequest{ConversationID: "c", Message: "the Kyoto ryokan"}); err != nil {
+		t.Fatalf("Recall on a full disk: %v", err)
+	}
+	fq, err := s.FindQuote(context.Background(), FindQuoteRequest{ConversationID: "c", Query: "GOMAXPROCS"})
+	if err != nil || len(fq.Quotes) == 0 {
+		t.Fatalf("FindQuote on a full disk: %v %v", err, fq.Quotes)
+	}
+	logWriteHook = nil
+	res := ingest(t, s, "c", []Message{msg("user", "Ana", "space is back", t0.Add(2*time.Hour))})
+	if fmt.Sprint(res.TurnIDs) != "[t11]" {
+		t.Fatalf("turn ids after the disk full: %v, want [t11]", res.TurnIDs)
+	}
+	if got := readable(t, s, "c"); len(got) != 11 || got[11] != "space is back" {
+		t.Fatalf("after the disk full: %d turns", len(got))
 	}
 }

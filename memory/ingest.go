@@ -29,6 +29,11 @@ const sessionGap = 30 * time.Minute
 // vocabulary, and the batch is checked for duplicates again before it is
 // appended under the write lock.
 func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, error) {
+	ctx, end, err := s.begin(ctx, opWrite)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	defer end()
 	var res IngestResult
 	id, err := s.resolve(req.ConversationID)
 	if err != nil {
@@ -76,13 +81,13 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 		ranges, err := c.log.appendRecords(c.meta.LogSize, recs)
 		if err != nil {
 			c.mu.Unlock()
-			return res, err
+			return res, s.storageError(err, "nothing was stored")
 		}
 		end := ranges[len(ranges)-1][1] + 1
 		first := len(c.turns) + 1
 		if err := s.applyRecords(ctx, c, recs, ranges, end, tagged); err != nil {
 			c.mu.Unlock()
-			return res, err
+			return res, s.storageError(err, "the messages are saved in the master log and are indexed on the next call")
 		}
 		tagSeen := map[string]bool{}
 		for seq := first; seq <= len(c.turns); seq++ {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -168,7 +169,35 @@ func (r logRecord) when() time.Time {
 // masterLog is one conversation's append-only JSONL file.
 type masterLog struct {
 	path string
-	f    *os.File // opened for reading and appending
+	mu   sync.RWMutex // guards f
+	f    *os.File     // opened for reading and writing; nil once released
+}
+
+// file returns the open log file, or, once the log was released (its
+// conversation unloaded), the file opened for this one use. Call done after.
+func (l *masterLog) file() (f *os.File, done func(), err error) {
+	l.mu.RLock()
+	if l.f != nil {
+		return l.f, l.mu.RUnlock, nil
+	}
+	l.mu.RUnlock()
+	f, err = os.OpenFile(l.path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open master log: %w", err)
+	}
+	return f, func() { _ = f.Close() }, nil
+}
+
+// release closes the log's file handle; later uses open it for each use.
+func (l *masterLog) release() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
 }
 
 func openMasterLog(path string) (*masterLog, error) {
@@ -196,7 +225,16 @@ func openMasterLog(path string) (*masterLog, error) {
 // refuses to write past the file's real end: a log cut short outside
 // vc-mcp would otherwise get a hole of zero bytes before the new records.
 func (l *masterLog) appendRecords(end int64, recs []logRecord) ([][2]int64, error) {
-	size, err := l.size()
+	f, done, err := l.file()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat master log: %w", err)
+	}
+	size := st.Size()
 	if err != nil {
 		return nil, err
 	}
@@ -216,13 +254,19 @@ func (l *masterLog) appendRecords(end int64, recs []logRecord) ([][2]int64, erro
 		buf.WriteByte('\n')
 		off += int64(len(line)) + 1
 	}
-	if _, err := l.writeAt(buf.Bytes(), end); err != nil {
+	// On failure the log is cut back to end (best effort: were that to fail
+	// too, the next load quarantines what is left as a torn tail or replays
+	// complete lines, which alignment then takes as resent).
+	if _, err := writeAt(f, buf.Bytes(), end); err != nil {
+		_ = f.Truncate(end)
 		return nil, fmt.Errorf("append to master log %s: %w", l.path, err)
 	}
-	if err := l.f.Truncate(off); err != nil {
+	if err := f.Truncate(off); err != nil {
+		_ = f.Truncate(end)
 		return nil, fmt.Errorf("trim master log: %w", err)
 	}
-	if err := l.f.Sync(); err != nil {
+	if err := f.Sync(); err != nil {
+		_ = f.Truncate(end)
 		return nil, fmt.Errorf("fsync master log: %w", err)
 	}
 	return ranges, nil
@@ -233,13 +277,13 @@ var errLogShrunk = errors.New("master log shorter than committed")
 
 // writeAt is the one place log bytes are written; tests replace
 // logWriteHook to inject a full disk.
-func (l *masterLog) writeAt(p []byte, off int64) (int, error) {
+func writeAt(f *os.File, p []byte, off int64) (int, error) {
 	if logWriteHook != nil {
-		if err := logWriteHook(l.path); err != nil {
+		if err := logWriteHook(f.Name()); err != nil {
 			return 0, err
 		}
 	}
-	return l.f.WriteAt(p, off)
+	return f.WriteAt(p, off)
 }
 
 // logWriteHook, when set (tests only), runs before every log write and
@@ -253,11 +297,16 @@ func (l *masterLog) read(start, end int64) (logRecord, error) {
 	if end <= start || end-start > 64<<20 {
 		return r, fmt.Errorf("read master log %s: %w: no readable range %d-%d", l.path, errDamaged, start, end)
 	}
+	f, done, err := l.file()
+	if err != nil {
+		return r, err
+	}
+	defer done()
 	buf := make([]byte, end-start)
-	if _, err := l.f.ReadAt(buf, start); err != nil {
+	if _, err := f.ReadAt(buf, start); err != nil {
 		return r, fmt.Errorf("read master log %s at %d: %w", l.path, start, err)
 	}
-	r, err := decodeRecord(buf)
+	r, err = decodeRecord(buf)
 	if err != nil {
 		return r, fmt.Errorf("read master log %s at %d: %w", l.path, start, err)
 	}
@@ -265,14 +314,30 @@ func (l *masterLog) read(start, end int64) (logRecord, error) {
 }
 
 func (l *masterLog) size() (int64, error) {
-	st, err := l.f.Stat()
+	st, err := os.Stat(l.path)
 	if err != nil {
 		return 0, fmt.Errorf("stat master log: %w", err)
 	}
 	return st.Size(), nil
 }
 
-func (l *masterLog) close() error { return l.f.Close() }
+// cut truncates the log to n bytes and fsyncs it.
+func (l *masterLog) cut(n int64) error {
+	f, done, err := l.file()
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := f.Truncate(n); err != nil {
+		return fmt.Errorf("cut master log %s: %w", l.path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync master log %s: %w", l.path, err)
+	}
+	return nil
+}
+
+func (l *masterLog) close() error { return l.release() }
 
 // frame is one verified line of a master log: bytes [Start, End), the
 // newline excluded.

@@ -452,7 +452,7 @@ func TestRegenerateSummaries(t *testing.T) {
 	s := openTest(t, Options{Dir: dir, ContextWindow: 1500, ProtectedTurns: 2, Summarizer: versionedSummarizer{base, "v1"}})
 	ingest(t, s, "c", chat(120, t0))
 	tagsBefore := map[int][]string{}
-	for _, sg := range s.convs["c"].segs {
+	for _, sg := range s.convs["c"].c.segs {
 		tagsBefore[sg.ID] = append([]string(nil), sg.Tags...)
 	}
 	if len(tagsBefore) == 0 {

@@ -196,11 +196,8 @@ func (s *Store) reconcileLog(ctx context.Context, c *conv) error {
 		}
 	}
 	if validEnd < size {
-		if err := c.log.f.Truncate(validEnd); err != nil {
-			return fmt.Errorf("cut torn tail of %s: %w", c.log.path, err)
-		}
-		if err := c.log.f.Sync(); err != nil {
-			return fmt.Errorf("fsync master log: %w", err)
+		if err := c.log.cut(validEnd); err != nil {
+			return err
 		}
 	}
 	if len(lost) > 0 || len(fixes) > 0 || (len(fresh) == 0 && c.meta.LogSize != validEnd) {

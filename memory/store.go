@@ -1,6 +1,29 @@
 package memory
 
+// Lock order. Every path that holds more than one of these takes them in
+// this order, and never the other way round:
+//
+//	Store.mu          the conversation table and the operation count; held
+//	                  only to look up or change them, never across I/O or
+//	                  while waiting for anything
+//	conv.compactMu    serialises a conversation's compactions, splits and
+//	                  summary regeneration
+//	conv.mu           a conversation's in-memory state
+//	masterLog.mu      a log's file handle (held for one read or append)
+//	bbolt transaction db.Update / db.View
+//
+// So no code takes conv.mu inside a bbolt transaction (Close copies each
+// header under conv.mu, then commits them all), and nothing takes Store.mu
+// while it holds conv.mu.
+//
+// Operations. Each exported method begins an operation (Store.begin):
+// once Close has begun, new ones fail with ErrClosed; Close waits for the
+// ones in flight, then saves and closes. A writing operation pins the
+// conversations it loads, so the table's LRU never unloads a conversation
+// while it is being written.
+
 import (
+	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,9 +77,14 @@ type Store struct {
 
 	prefixCache sync.Map // speaker -> tokens of a turn line's speaker prefix (few speakers)
 
-	mu     sync.Mutex
-	convs  map[string]*conv
-	closed atomic.Bool
+	// mu guards convs, lru, ops and closing (see the lock order above).
+	mu      sync.Mutex
+	convs   map[string]*convEntry
+	lru     *list.List // of *convEntry, most recently used in front
+	ops     int        // operations in flight
+	idle    *sync.Cond // signalled when ops drops to 0
+	closing bool
+	closed  atomic.Bool
 
 	// Background embedding (semantic memory); nil channels without an Embedder.
 	kick      chan struct{}
@@ -97,6 +125,9 @@ func (o *Options) setDefaults() {
 	if o.SummaryConcurrency <= 0 {
 		o.SummaryConcurrency = 4
 	}
+	if o.MaxOpenConversations <= 0 {
+		o.MaxOpenConversations = defaultMaxOpenConversations
+	}
 	if o.LockTimeout <= 0 {
 		o.LockTimeout = time.Second
 	}
@@ -125,7 +156,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	tok := cl100k()
 	dbPath := filepath.Join(opts.Dir, dbFile)
-	db, err := bolt.Open(dbPath, 0o600, &bolt.Options{Timeout: opts.LockTimeout})
+	db, err := bolt.Open(dbPath, 0o600, &bolt.Options{Timeout: opts.LockTimeout, NoSync: opts.noSync})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
 			return nil, lockedError(opts.Dir)
@@ -133,7 +164,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", dbPath, err)
 	}
 	s := &Store{opts: opts, db: db, tok: tok, tagger: opts.Tagger, sum: opts.Summarizer,
-		log: opts.Logger, now: opts.Now, convs: map[string]*conv{}}
+		log: opts.Logger, now: opts.Now, convs: map[string]*convEntry{}, lru: list.New()}
+	s.idle = sync.NewCond(&s.mu)
 	if s.tagger == nil {
 		s.tagger = tagging.NewKeyword(nil)
 	}
@@ -312,39 +344,58 @@ func atomicWrite(path string, data []byte) error {
 	return nil
 }
 
-// Close flushes and releases the data directory.
+// Close refuses new operations (they get ErrClosed), waits for the ones in
+// flight, saves every loaded conversation's header and releases the data
+// directory. It is safe to call more than once and concurrently with any
+// operation.
 func (s *Store) Close() error {
-	if !s.closed.CompareAndSwap(false, true) {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
 		return nil
 	}
-	var errs []error
+	s.closing = true
+	s.closed.Store(true)
+	s.mu.Unlock()
 	if s.stopEmbed != nil {
 		s.stopEmbed()
 		<-s.embedDone
 	}
 	s.mu.Lock()
-	convs := s.convs
-	s.convs = map[string]*conv{}
+	for s.ops > 0 {
+		s.idle.Wait()
+	}
+	entries := s.convs
+	s.convs = map[string]*convEntry{}
+	s.lru.Init()
 	s.mu.Unlock()
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		for _, c := range convs {
-			c.mu.Lock()
-			if err := putMeta(tx, c.meta); err != nil {
-				c.mu.Unlock()
+
+	var errs []error
+	var convs []*conv
+	var metas []convMeta
+	for _, e := range entries {
+		<-e.ready // loads are part of operations: all done
+		if e.c == nil {
+			continue
+		}
+		e.c.mu.RLock()
+		metas = append(metas, e.c.meta)
+		e.c.mu.RUnlock()
+		convs = append(convs, e.c)
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		for _, m := range metas {
+			if err := putMeta(tx, m); err != nil {
 				return err
 			}
-			c.mu.Unlock()
 		}
 		return nil
-	})
-	if err != nil {
+	}); err != nil {
 		errs = append(errs, fmt.Errorf("save state: %w", err))
 	}
 	for _, c := range convs {
-		if c.log != nil {
-			if err := c.log.close(); err != nil {
-				errs = append(errs, err)
-			}
+		if err := c.log.close(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := s.ix.Close(); err != nil {
@@ -370,53 +421,6 @@ func (s *Store) resolve(id string) (string, error) {
 		return "", err
 	}
 	return id, nil
-}
-
-// conversation returns the loaded state of a conversation. With create
-// false, a conversation that has no log yet gives ErrNotFound.
-func (s *Store) conversation(ctx context.Context, id string, create bool) (*conv, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.convs[id]; ok {
-		return c, nil
-	}
-	path := s.logPath(id)
-	if !create {
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w: conversation %q has no stored messages yet", ErrNotFound, id)
-		}
-	}
-	var c *conv
-	if err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		c, err = loadConv(tx, id)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	l, err := openMasterLog(path)
-	if err != nil {
-		return nil, err
-	}
-	c.log = l
-	if c.meta.Created.IsZero() {
-		c.meta.Created = s.now().UTC()
-	}
-	if err := s.reconcileLog(ctx, c); err != nil {
-		_ = l.close()
-		return nil, err
-	}
-	if c.meta.IndexedThrough < len(c.turns) {
-		if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns)); err != nil {
-			_ = l.close()
-			return nil, err
-		}
-	}
-	s.convs[id] = c
-	return c, nil
 }
 
 // recover brings every conversation's derived state up to its master log:
