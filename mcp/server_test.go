@@ -162,6 +162,7 @@ func TestToolErrors(t *testing.T) {
 		{"fault hides detail", "domain_status", map[string]any{}, errDisk, "domain_status failed: internal error"},
 		{"invalid passes message", "recall_context", map[string]any{"message": "x"}, fmt.Errorf("%w: conversation %q has no turns", memory.ErrInvalid, "default"), "has no turns"},
 		{"too large passes message", "compact_context", map[string]any{"messages": []any{map[string]any{"role": "user", "content": "x"}}}, fmt.Errorf("%w: over the limit of 1048576 bytes", memory.ErrTooLarge), "limit of 1048576 bytes"},
+		{"disk full says what to do", "compact_context", map[string]any{"messages": []any{map[string]any{"role": "user", "content": "x"}}}, &memory.StorageError{Message: "disk full: free space on the disk holding /data, then call again; nothing was stored", Err: errDisk}, "compact_context failed: disk full: free space on the disk holding /data, then call again; nothing was stored"},
 		{"cancelled", "find_quote", map[string]any{"query": "x"}, context.Canceled, "cancelled"},
 	}
 	for _, tt := range tests {

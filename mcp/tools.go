@@ -233,6 +233,11 @@ func toolError(log *slog.Logger, name string, err error) *mcpgo.CallToolResult {
 		return mcpgo.NewToolResultError(err.Error())
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return mcpgo.NewToolResultError(name + " was cancelled before it finished; nothing was lost, call it again")
+	case errors.Is(err, memory.ErrStorage):
+		// Disk full, no permission, a damaged vc.db: the message says what
+		// to do and what became of the request.
+		log.Error("tool failed", "tool", name, "err", err)
+		return mcpgo.NewToolResultError(name + " failed: " + err.Error())
 	case errors.Is(err, memory.ErrClosed):
 		return mcpgo.NewToolResultError(name + " failed: the memory store is closed (the server is shutting down)")
 	default:

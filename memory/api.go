@@ -114,6 +114,14 @@ type Options struct {
 	// LockTimeout is how long Open waits for another process to release the
 	// data directory (default 1s).
 	LockTimeout time.Duration
+	// MaxOpenConversations caps the conversations kept loaded (each with
+	// its master log open); the least recently used beyond it are unloaded
+	// and loaded again on demand. 0 means 256.
+	MaxOpenConversations int
+
+	// noSync skips bbolt's fsync: only for tests that build large
+	// fixtures, where durability is not what they check.
+	noSync bool
 	// Embedder, Tagger and Summarizer are optional seams (nil = built-in).
 	Embedder   Embedder
 	Tagger     Tagger
@@ -143,6 +151,9 @@ type Message struct {
 	Timestamp  string          `json:"timestamp,omitempty"`
 	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
 	ToolCallID string          `json:"tool_call_id,omitempty"`
+	// ID is the client's own id for the message, optional. A message with
+	// an id is stored once per id, however often it is sent; see Ingest.
+	ID string `json:"id,omitempty"`
 }
 
 // Progress reports long-running work: done of total, with a short message.
@@ -383,6 +394,10 @@ type Totals struct {
 	ActiveTokens    int   `json:"active_tokens"`
 	CompactedTokens int   `json:"compacted_tokens"`
 	LogBytes        int64 `json:"log_bytes"`
+	// DamagedRecords counts turns whose master-log record failed its
+	// checksum or went missing: they are skipped, and their bytes are kept
+	// under quarantine/ in the data directory.
+	DamagedRecords int `json:"damaged_records"`
 }
 
 // Features says what is enabled, and why not when it is not.

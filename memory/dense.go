@@ -97,12 +97,7 @@ func (s *Store) embedLoop(ctx context.Context) {
 		if !s.embedderReady() {
 			continue
 		}
-		s.mu.Lock()
-		convs := make([]*conv, 0, len(s.convs))
-		for _, c := range s.convs {
-			convs = append(convs, c)
-		}
-		s.mu.Unlock()
+		convs := s.loadedConvs()
 		sort.Slice(convs, func(i, j int) bool { return convs[i].id < convs[j].id })
 		for _, c := range convs {
 			if err := s.embedTags(ctx, c); err != nil && !errors.Is(err, context.Canceled) {
@@ -486,6 +481,11 @@ func (s *Store) WaitEmbedded(ctx context.Context) error {
 		return nil
 	}
 	for {
+		// Not an operation: Close stops the embedder, so a wait must not
+		// hold Close up.
+		if s.closed.Load() {
+			return ErrClosed
+		}
 		if s.pendingVectors() == 0 {
 			return nil
 		}
@@ -500,12 +500,7 @@ func (s *Store) WaitEmbedded(ctx context.Context) error {
 
 // pendingVectors counts loaded turns still waiting for a vector.
 func (s *Store) pendingVectors() int {
-	s.mu.Lock()
-	convs := make([]*conv, 0, len(s.convs))
-	for _, c := range s.convs {
-		convs = append(convs, c)
-	}
-	s.mu.Unlock()
+	convs := s.loadedConvs()
 	n := 0
 	for _, c := range convs {
 		c.mu.RLock()

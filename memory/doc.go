@@ -2,12 +2,72 @@
 // memory.
 //
 // Every message is appended verbatim to a per-conversation master log
-// (Layer 0, JSONL, fsync'd before Ingest returns). A bbolt file holds the
-// index over the logs (turn id -> byte range, tags, time) and everything
-// derived: segments and their summaries (Layer 1), tag summaries (Layer 2),
-// the working set. A Bleve index holds the full text. Deleting the bbolt file
-// and the index loses nothing: Rebuild recreates them from the logs.
+// (Layer 0, fsync'd before Ingest returns). A bbolt file holds the index
+// over the logs (turn id -> byte range, tags, time) and everything derived:
+// segments and their summaries (Layer 1), tag summaries (Layer 2), the
+// working set. A Bleve index holds the full text. The master logs are the
+// source of truth: Rebuild recreates the bbolt file and the index from them.
 //
 // Recall assembles, inside a strict cl100k token budget, the summaries and
 // exact past turns that matter for a message.
+//
+// # Master log format
+//
+// logs/<file>.jsonl holds one record per line: a JSON object, then '\n'.
+// Since format version 2 every line ends with its own checksum:
+//
+//	{"v":2,"seq":7,"role":"user","content":"yes","at":"...","hash":"...","crc":"1c291ca3"}
+//
+// crc is the CRC-32C (Castagnoli), as 8 lower-case hex digits, of the line
+// with the `,"crc":"xxxxxxxx"` member removed (so of the bytes ending
+// `..."hash":"..."}`). The log stays greppable and each record is verifiable
+// on its own (the LevelDB/etcd-wal rule). seq numbers the conversation's
+// turns from 1 (turn id "t"+seq). content is the message text byte for byte;
+// raw holds non-string content as sent; id is the client's message id, when
+// given. Lines with "v":1 and no crc (logs written before checksums) are
+// read as before, verified only as JSON.
+//
+// Reading a log:
+//   - a complete line that fails verification is damaged: it is reported
+//     (slog Warn; Status.Totals.DamagedRecords), copied to
+//     quarantine/<file>.jsonl (offset, reason, the bytes), left in place and
+//     skipped. Records after it are kept; inside a damaged line the reader
+//     resynchronises at a later record that verifies. A stored turn whose
+//     record is damaged or missing stays as a placeholder: its id is never
+//     reused.
+//   - only an unterminated last line is a torn tail (a crash during an
+//     append that was never acknowledged). It is copied to quarantine and
+//     cut.
+//
+// Writing: records are written at the committed end of the log (an
+// explicit offset, not O_APPEND), then the file is fsync'd, and a new file's
+// directory too. Every time a conversation is loaded its whole log is
+// verified against the store: a log that is shorter than what was committed
+// (cut outside vc-mcp) is repaired to its last complete record before
+// anything is appended, so an append never lands behind a hole, and records
+// whose bytes moved are found at their new place.
+//
+// Idempotency: Ingest lines a batch up against the end of the stored
+// conversation (the longest run of stored turns that equals the start of
+// the batch is a resend), so resending the whole history or only the last
+// exchange stores each message once, while the same words said again later
+// are kept. A message with a client id (Message.ID) is stored once per id,
+// one with a timestamp once per role, name, content and timestamp.
+//
+// Concurrency: the lock order is written at the top of store.go. Each
+// exported method is an operation; Close refuses new ones (ErrClosed),
+// waits for those in flight, then saves and closes. At most
+// Options.MaxOpenConversations conversations stay loaded (LRU); each loads
+// without holding Store.mu.
+//
+// Failures of the data directory (disk full, permissions, a damaged vc.db)
+// are *StorageError values wrapping ErrStorage, whose message says what to
+// do and whether anything was stored.
+//
+// File names: a conversation id names its files with ':' and every
+// upper-case letter written %XX (upper-case hex): "Proj:Chat" is
+// %50roj%3A%43hat.jsonl, so ids that differ only in case never share a file
+// on a case-insensitive file system. Logs named the old way ("Chat.jsonl")
+// are renamed when the store opens. (On such a file system, an old store in
+// which "Chat" and "chat" already shared one file cannot be separated.)
 package memory

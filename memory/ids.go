@@ -34,10 +34,43 @@ func ValidateConversationID(id string) error {
 // turnID renders a turn's id within its conversation: "t" + sequence number.
 func turnID(seq int) string { return "t" + strconv.Itoa(seq) }
 
-// fileName maps a conversation id to a file name. Ids are validated, but ':'
-// is not allowed in Windows file names, so it is escaped.
+// fileName maps a conversation id to a file name that is safe on every
+// file system: ':' (not allowed on Windows) and every upper-case letter
+// (case-insensitive file systems, macOS and Windows, would give "Chat" and
+// "chat" one file) are written %XX, the byte in upper-case hex. A name so
+// made has no literal upper-case letter, so folding its case loses
+// nothing: idFromFileName reads it back either way.
 func fileName(conv string) string {
-	return strings.ReplaceAll(conv, ":", "%3A")
+	var b strings.Builder
+	for i := 0; i < len(conv); i++ {
+		c := conv[i]
+		if c == ':' || c >= 'A' && c <= 'Z' {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// idFromFileName reverses fileName (hex digits in either case). Names from
+// before upper-case letters were escaped ("Chat") read as themselves.
+func idFromFileName(name string) string {
+	if !strings.Contains(name, "%") {
+		return name
+	}
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		if name[i] == '%' && i+2 < len(name) {
+			if v, err := strconv.ParseUint(name[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(name[i])
+	}
+	return b.String()
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -3,7 +3,9 @@ package memory
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +29,11 @@ const sessionGap = 30 * time.Minute
 // vocabulary, and the batch is checked for duplicates again before it is
 // appended under the write lock.
 func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, error) {
+	ctx, end, err := s.begin(ctx, opWrite)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	defer end()
 	var res IngestResult
 	id, err := s.resolve(req.ConversationID)
 	if err != nil {
@@ -45,22 +52,26 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 	}
 
 	c.mu.RLock()
-	fresh := c.newInputs(inputs)
+	idx := c.newInputs(inputs)
+	fresh := selectInputs(inputs, idx)
 	snap := s.tagSnapshot(c, len(fresh))
 	c.mu.RUnlock()
 	tagged := s.tagBatch(ctx, c.id, fresh, snap)
 
 	c.mu.Lock()
-	// Another call may have stored some of these meanwhile.
-	keep := c.newInputs(fresh)
-	if len(keep) != len(fresh) {
-		kept := make([]tagging.Result, 0, len(keep))
-		for i, in := range fresh {
-			if len(kept) < len(keep) && keep[len(kept)].Hash == in.Hash {
-				kept = append(kept, tagged[i])
-			}
+	// The log changed under us (cut short, or records a failed commit left
+	// behind): repair before deciding what is new and where it goes.
+	if size, err := c.log.size(); err != nil || size != c.meta.LogSize {
+		if err := s.reconcileLog(ctx, c); err != nil {
+			c.mu.Unlock()
+			return res, err
 		}
-		fresh, tagged = keep, kept
+	}
+	// Another call may have stored turns meanwhile: align again, and tag
+	// again (rare) when that changed what is new.
+	if again := c.newInputs(inputs); !slices.Equal(again, idx) {
+		fresh = selectInputs(inputs, again)
+		tagged = s.tagBatch(ctx, c.id, fresh, s.tagSnapshot(c, len(fresh)))
 	}
 	res.Duplicates = len(inputs) - len(fresh)
 	if len(fresh) > 0 {
@@ -72,13 +83,13 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 		ranges, err := c.log.appendRecords(c.meta.LogSize, recs)
 		if err != nil {
 			c.mu.Unlock()
-			return res, err
+			return res, s.storageError(err, "nothing was stored")
 		}
 		end := ranges[len(ranges)-1][1] + 1
 		first := len(c.turns) + 1
 		if err := s.applyRecords(ctx, c, recs, ranges, end, tagged); err != nil {
 			c.mu.Unlock()
-			return res, err
+			return res, s.storageError(err, "the messages are saved in the master log and are indexed on the next call")
 		}
 		tagSeen := map[string]bool{}
 		for seq := first; seq <= len(c.turns); seq++ {
@@ -124,17 +135,120 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 	return res, nil
 }
 
-// newInputs returns the inputs not stored yet, dropping duplicates within
-// the batch too. c.mu is held.
-func (c *conv) newInputs(inputs []turnInput) []turnInput {
-	var out []turnInput
-	seen := map[[32]byte]bool{}
-	for _, in := range inputs {
-		if _, dup := c.hashes[hex.EncodeToString(in.Hash[:])]; dup || seen[in.Hash] {
-			continue
+// newInputs returns the indexes of the inputs that are not stored yet.
+// c.mu is held.
+//
+// A message with a client id is stored once per id, and one with a
+// timestamp once per role, name, content and timestamp. Messages without
+// either are matched only where a resend can be told from a new message: the longest run of stored turns at the end of
+// the conversation that equals the start of the batch is a resend (a
+// client sending its whole history, or the last exchange again after a
+// retry); so is a batch of two or more that repeats the conversation from
+// its first turn, or of three or more that repeats a stretch of it (an
+// older window of the history sent again). Nothing else is a duplicate: the same words said
+// again later ("yes" to another question), or twice in one batch, are new
+// turns. A client that can resend a lone short message should give it an id
+// or a timestamp.
+func (c *conv) newInputs(inputs []turnInput) []int {
+	keys := make([]string, len(inputs))
+	for i, in := range inputs {
+		keys[i] = inputKey(in.ID, hex.EncodeToString(in.Hash[:]))
+	}
+	var stored []string // the newest len(inputs) readable turns, oldest first
+	for seq := len(c.turns); seq > 0 && len(stored) < len(inputs); seq-- {
+		if t := c.turn(seq); !t.Damaged {
+			stored = append(stored, inputKey(t.ID, t.Hash))
 		}
-		seen[in.Hash] = true
-		out = append(out, in)
+	}
+	slices.Reverse(stored)
+	skip := 0
+	for n := min(len(stored), len(keys)); n > 0; n-- {
+		if slices.Equal(stored[len(stored)-n:], keys[:n]) {
+			skip = n
+			break
+		}
+	}
+	if skip < len(keys) && c.hasRun(keys) {
+		skip = len(keys)
+	}
+	var out []int
+	seen := map[string]bool{}
+	for i := skip; i < len(inputs); i++ {
+		in := inputs[i]
+		switch {
+		case in.ID != "":
+			if _, dup := c.ids[in.ID]; dup || seen[keys[i]] {
+				continue
+			}
+		case in.HasTime:
+			if _, dup := c.hashes[keys[i][2:]]; dup || seen[keys[i]] {
+				continue
+			}
+		}
+		seen[keys[i]] = true
+		out = append(out, i)
+	}
+	return out
+}
+
+// hasRun reports whether keys (two or more) are the conversation's first
+// readable turns, or (three or more) a stretch of its readable turns.
+// c.mu is held.
+func (c *conv) hasRun(keys []string) bool {
+	if len(keys) < 2 {
+		return false
+	}
+	// match reports whether keys run from turn index i on, stepping over
+	// placeholders.
+	match := func(i int) bool {
+		for _, k := range keys {
+			for i < len(c.turns) && c.turns[i].Damaged {
+				i++
+			}
+			if i == len(c.turns) || !c.turns[i].hasKey(k) {
+				return false
+			}
+			i++
+		}
+		return true
+	}
+	first := 0
+	for first < len(c.turns) && c.turns[first].Damaged {
+		first++
+	}
+	if match(first) {
+		return true
+	}
+	if len(keys) < 3 {
+		return false
+	}
+	for i := first + 1; i+len(keys) <= len(c.turns); i++ {
+		if !c.turns[i].Damaged && c.turns[i].hasKey(keys[0]) && match(i) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasKey reports whether inputKey(t.ID, t.Hash) == k, without building it.
+func (t *turnMeta) hasKey(k string) bool {
+	if t.ID != "" {
+		return len(k) == 3+len(t.ID) && k[:3] == "id:" && k[3:] == t.ID
+	}
+	return len(k) == 2+len(t.Hash) && k[:2] == "h:" && k[2:] == t.Hash
+}
+
+func inputKey(id, hash string) string {
+	if id != "" {
+		return "id:" + id
+	}
+	return "h:" + hash
+}
+
+func selectInputs(inputs []turnInput, idx []int) []turnInput {
+	out := make([]turnInput, len(idx))
+	for i, j := range idx {
+		out[i] = inputs[j]
 	}
 	return out
 }
@@ -229,8 +343,15 @@ func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ran
 		when := rec.when().UTC()
 		m := turnMeta{
 			Seq: rec.Seq, Role: rec.Role, Name: rec.Name, When: when,
-			Start: ranges[i][0], End: ranges[i][1], Hash: rec.Hash,
+			Start: ranges[i][0], End: ranges[i][1], Hash: rec.Hash, ID: rec.ID,
 			ToolUse: rec.ToolUse, ToolResult: rec.ToolResult,
+		}
+		if ranges[i][1] == 0 {
+			// A record lost before it was committed: a placeholder keeps
+			// the ids of the records after it.
+			m.Empty, m.Damaged, m.When, m.Session = true, true, prevWhen, prevSession
+			metas[i] = m
+			continue
 		}
 		session := prevSession
 		if session == 0 || when.Sub(prevWhen) > sessionGap || prevWhen.Sub(when) > sessionGap || !sameDay(when, prevWhen) {
@@ -301,6 +422,11 @@ func (s *Store) indexTurns(ctx context.Context, c *conv, first, last int) error 
 				continue
 			}
 			rec, err := c.log.read(t.Start, t.End)
+			if errors.Is(err, errDamaged) {
+				// Found damaged since it was verified: serve the rest.
+				s.log.Warn("master log: damaged record not indexed", "conversation", c.id, "turn", turnID(seq), "err", err)
+				continue
+			}
 			if err != nil {
 				return err
 			}

@@ -7,18 +7,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync"
 	"time"
 )
 
 // logRecord is one line of a master log: one message, verbatim, as it was
 // stored. The master log is append-only and is the source of truth; every
-// other structure is derived from it.
+// other structure is derived from it. doc.go describes the format.
 type logRecord struct {
 	V          int             `json:"v"`
 	Seq        int             `json:"seq"`
+	ID         string          `json:"id,omitempty"`
 	Role       string          `json:"role"`
 	Name       string          `json:"name,omitempty"`
 	Content    string          `json:"content"`
@@ -30,11 +34,120 @@ type logRecord struct {
 	Timestamp  *time.Time      `json:"ts,omitempty"`
 	At         time.Time       `json:"at"`
 	Hash       string          `json:"hash"`
+	// CRC is only ever set by decoding a framed line; encodeRecord writes it.
+	CRC string `json:"crc,omitempty"`
+}
+
+const (
+	// logVersionLegacy lines carry no checksum (logs written before
+	// framing); they are still read, verified only as JSON.
+	logVersionLegacy = 1
+	// logVersion lines end in ,"crc":"xxxxxxxx"}: the CRC-32C of the line
+	// with that member removed.
+	logVersion = 2
+)
+
+var (
+	castagnoli = crc32.MakeTable(crc32.Castagnoli)
+	crcMember  = []byte(`,"crc":"`)
+	// errDamaged marks a log record that fails its checksum or does not
+	// decode: it is skipped and kept aside, never served.
+	errDamaged = errors.New("damaged master log record")
+)
+
+// crcSuffixLen is len(`,"crc":"xxxxxxxx"}`).
+const crcSuffixLen = 18
+
+// encodeRecord renders one framed line (without its newline): the record's
+// JSON with a checksum of those very bytes as its last member, so a reader
+// verifies a line without re-encoding anything and the log stays one JSON
+// object per line.
+func encodeRecord(r logRecord) ([]byte, error) {
+	r.V, r.CRC = logVersion, ""
+	body, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode log record: %w", err)
+	}
+	sum := crc32.Checksum(body, castagnoli)
+	line := make([]byte, 0, len(body)+crcSuffixLen)
+	line = append(line, body[:len(body)-1]...)
+	return fmt.Appendf(line, `,"crc":"%08x"}`, sum), nil
+}
+
+// verifyLine checks one line (without its newline) and returns its
+// sequence number. A framed line must match its checksum; a legacy line
+// must decode as a version 1 record.
+func verifyLine(line []byte) (int, error) {
+	n := len(line)
+	if n > crcSuffixLen && bytes.Equal(line[n-crcSuffixLen:n-10], crcMember) && line[n-2] == '"' && line[n-1] == '}' {
+		want, err := strconv.ParseUint(string(line[n-10:n-2]), 16, 32)
+		if err != nil {
+			return 0, fmt.Errorf("%w: unreadable checksum", errDamaged)
+		}
+		got := crc32.Update(crc32.Checksum(line[:n-crcSuffixLen], castagnoli), castagnoli, []byte{'}'})
+		if uint32(want) != got {
+			return 0, fmt.Errorf("%w: checksum %08x, want %08x", errDamaged, got, want)
+		}
+		seq, ok := framedSeq(line)
+		if !ok {
+			return 0, fmt.Errorf("%w: checksum matches but the record has no sequence number", errDamaged)
+		}
+		return seq, nil
+	}
+	var r struct {
+		V   int `json:"v"`
+		Seq int `json:"seq"`
+	}
+	if err := json.Unmarshal(line, &r); err != nil {
+		return 0, fmt.Errorf("%w: %v", errDamaged, err)
+	}
+	if r.V != logVersionLegacy || r.Seq <= 0 {
+		return 0, fmt.Errorf("%w: version %d, sequence %d without a checksum", errDamaged, r.V, r.Seq)
+	}
+	return r.Seq, nil
+}
+
+// framedSeq reads the sequence number from the fixed opening that
+// encodeRecord writes ({"v":2,"seq":N,), so verifying a log needs no JSON
+// decoding.
+func framedSeq(line []byte) (int, bool) {
+	const open = `{"v":2,"seq":`
+	if !bytes.HasPrefix(line, []byte(open)) {
+		return 0, false
+	}
+	seq := 0
+	for i := len(open); i < len(line) && i < len(open)+12; i++ {
+		c := line[i]
+		if c == ',' {
+			return seq, seq > 0
+		}
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		seq = seq*10 + int(c-'0')
+	}
+	return 0, false
+}
+
+// decodeRecord verifies and decodes one line (without its newline).
+func decodeRecord(line []byte) (logRecord, error) {
+	var r logRecord
+	seq, err := verifyLine(line)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(line, &r); err != nil {
+		return r, fmt.Errorf("%w: %v", errDamaged, err)
+	}
+	if r.Seq != seq {
+		return r, fmt.Errorf("%w: sequence %d, framed as %d", errDamaged, r.Seq, seq)
+	}
+	return r, nil
 }
 
 func recordFrom(seq int, t turnInput, at time.Time) logRecord {
 	r := logRecord{
-		V: 1, Seq: seq, Role: t.Role, Name: t.Name, Content: t.Text, Raw: t.Raw,
+		V: logVersion, Seq: seq, ID: t.ID, Role: t.Role, Name: t.Name, Content: t.Text, Raw: t.Raw,
 		ToolCalls: t.ToolCalls, ToolCallID: t.ToolCallID, ToolUse: t.ToolUse, ToolResult: t.ToolResult,
 		At: at.UTC(), Hash: hex.EncodeToString(t.Hash[:]),
 	}
@@ -56,7 +169,35 @@ func (r logRecord) when() time.Time {
 // masterLog is one conversation's append-only JSONL file.
 type masterLog struct {
 	path string
-	f    *os.File // opened for reading and appending
+	mu   sync.RWMutex // guards f
+	f    *os.File     // opened for reading and writing; nil once released
+}
+
+// file returns the open log file, or, once the log was released (its
+// conversation unloaded), the file opened for this one use. Call done after.
+func (l *masterLog) file() (f *os.File, done func(), err error) {
+	l.mu.RLock()
+	if l.f != nil {
+		return l.f, l.mu.RUnlock, nil
+	}
+	l.mu.RUnlock()
+	f, err = os.OpenFile(l.path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open master log: %w", err)
+	}
+	return f, func() { _ = f.Close() }, nil
+}
+
+// release closes the log's file handle; later uses open it for each use.
+func (l *masterLog) release() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
 }
 
 func openMasterLog(path string) (*masterLog, error) {
@@ -80,64 +221,150 @@ func openMasterLog(path string) (*masterLog, error) {
 
 // appendRecords writes records at offset end (the log's committed size) and
 // fsyncs. It returns each record's byte range. Writing at an explicit offset
-// rather than O_APPEND overwrites any torn tail a crash left behind.
+// rather than O_APPEND overwrites any torn tail a crash left behind. It
+// refuses to write past the file's real end: a log cut short outside
+// vc-mcp would otherwise get a hole of zero bytes before the new records.
 func (l *masterLog) appendRecords(end int64, recs []logRecord) ([][2]int64, error) {
+	f, done, err := l.file()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat master log: %w", err)
+	}
+	size := st.Size()
+	if err != nil {
+		return nil, err
+	}
+	if size < end {
+		return nil, fmt.Errorf("%w: %s is %d bytes but %d were committed", errLogShrunk, l.path, size, end)
+	}
 	var buf bytes.Buffer
 	ranges := make([][2]int64, len(recs))
 	off := end
 	for i, r := range recs {
-		line, err := json.Marshal(r)
+		line, err := encodeRecord(r)
 		if err != nil {
-			return nil, fmt.Errorf("encode log record: %w", err)
+			return nil, err
 		}
 		ranges[i] = [2]int64{off, off + int64(len(line))}
 		buf.Write(line)
 		buf.WriteByte('\n')
 		off += int64(len(line)) + 1
 	}
-	if _, err := l.f.WriteAt(buf.Bytes(), end); err != nil {
-		return nil, fmt.Errorf("append to master log: %w", err)
+	// On failure the log is cut back to end (best effort: were that to fail
+	// too, the next load quarantines what is left as a torn tail or replays
+	// complete lines, which alignment then takes as resent).
+	if _, err := writeAt(f, buf.Bytes(), end); err != nil {
+		_ = f.Truncate(end)
+		return nil, fmt.Errorf("append to master log %s: %w", l.path, err)
 	}
-	if err := l.f.Truncate(off); err != nil {
+	if err := f.Truncate(off); err != nil {
+		_ = f.Truncate(end)
 		return nil, fmt.Errorf("trim master log: %w", err)
 	}
-	if err := l.f.Sync(); err != nil {
+	if err := f.Sync(); err != nil {
+		_ = f.Truncate(end)
 		return nil, fmt.Errorf("fsync master log: %w", err)
 	}
 	return ranges, nil
 }
 
-// read returns the record in bytes [start, end).
+// errLogShrunk: the master log is shorter than what was committed.
+var errLogShrunk = errors.New("master log shorter than committed")
+
+// writeAt is the one place log bytes are written; tests replace
+// logWriteHook to inject a full disk.
+func writeAt(f *os.File, p []byte, off int64) (int, error) {
+	if logWriteHook != nil {
+		if err := logWriteHook(f.Name()); err != nil {
+			return 0, err
+		}
+	}
+	return f.WriteAt(p, off)
+}
+
+// logWriteHook, when set (tests only), runs before every log write and
+// fails it with its error.
+var logWriteHook func(path string) error
+
+// read returns the record in bytes [start, end), verified. A damaged record
+// gives an error wrapping errDamaged.
 func (l *masterLog) read(start, end int64) (logRecord, error) {
 	var r logRecord
 	if end <= start || end-start > 64<<20 {
-		return r, fmt.Errorf("read master log %s: bad range %d-%d", l.path, start, end)
+		return r, fmt.Errorf("read master log %s: %w: no readable range %d-%d", l.path, errDamaged, start, end)
 	}
+	f, done, err := l.file()
+	if err != nil {
+		return r, err
+	}
+	defer done()
 	buf := make([]byte, end-start)
-	if _, err := l.f.ReadAt(buf, start); err != nil {
+	if _, err := f.ReadAt(buf, start); err != nil {
 		return r, fmt.Errorf("read master log %s at %d: %w", l.path, start, err)
 	}
-	if err := json.Unmarshal(buf, &r); err != nil {
-		return r, fmt.Errorf("decode master log %s at %d: %w", l.path, start, err)
+	r, err = decodeRecord(buf)
+	if err != nil {
+		return r, fmt.Errorf("read master log %s at %d: %w", l.path, start, err)
 	}
 	return r, nil
 }
 
 func (l *masterLog) size() (int64, error) {
-	st, err := l.f.Stat()
+	st, err := os.Stat(l.path)
 	if err != nil {
 		return 0, fmt.Errorf("stat master log: %w", err)
 	}
 	return st.Size(), nil
 }
 
-func (l *masterLog) close() error { return l.f.Close() }
+// cut truncates the log to n bytes and fsyncs it.
+func (l *masterLog) cut(n int64) error {
+	f, done, err := l.file()
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := f.Truncate(n); err != nil {
+		return fmt.Errorf("cut master log %s: %w", l.path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync master log %s: %w", l.path, err)
+	}
+	return nil
+}
 
-// scanLog reads complete records from r, starting at byte offset base, and
-// calls fn for each with its byte range. It stops at the first line that is
-// not a complete, valid record (a torn tail left by a crash: it was never
-// acknowledged) and returns the offset where valid data ends.
-func scanLog(r io.Reader, base int64, fn func(rec logRecord, start, end int64) error) (int64, error) {
+func (l *masterLog) close() error { return l.release() }
+
+// frame is one verified line of a master log: bytes [Start, End), the
+// newline excluded.
+type frame struct {
+	Seq        int
+	Start, End int64
+	line       []byte
+}
+
+func (f frame) record() (logRecord, error) { return decodeRecord(f.line) }
+
+// logDamage is a complete (newline-terminated) stretch of a master log that
+// is not a valid record.
+type logDamage struct {
+	Start, End int64 // the newline excluded
+	Reason     string
+	Data       []byte
+}
+
+// scanLog reads a master log from r, starting at byte offset base. Each
+// valid record goes to fn; each complete line that fails verification goes
+// to bad and the scan goes on with the next line (like LevelDB's reader,
+// it resynchronises at the next record boundary, and inside a damaged line
+// at a record that opens later in it and verifies). It returns the offset
+// after the last newline: bytes after it are an unterminated last record, a
+// torn tail that was never acknowledged.
+func scanLog(r io.Reader, base int64, fn func(f frame) error, bad func(d logDamage) error) (int64, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	off := base
 	for {
@@ -152,12 +379,41 @@ func scanLog(r io.Reader, base int64, fn func(rec logRecord, start, end int64) e
 			return off, nil // torn tail
 		}
 		body := line[:len(line)-1]
-		var rec logRecord
-		if json.Unmarshal(body, &rec) != nil || rec.V != 1 || rec.Seq <= 0 {
-			return off, nil
+		seq, verr := verifyLine(body)
+		if verr == nil {
+			if err := fn(frame{Seq: seq, Start: off, End: off + int64(len(body)), line: body}); err != nil {
+				return off, err
+			}
+			off += int64(len(line))
+			continue
 		}
-		if err := fn(rec, off, off+int64(len(body))); err != nil {
-			return off, err
+		// Resynchronise inside the line: damage that ate a newline glues a
+		// good record to the bad bytes before it.
+		cut := -1
+		for i := 1; i < len(body); i++ {
+			j := bytes.Index(body[i:], []byte(`{"v":`))
+			if j < 0 {
+				break
+			}
+			i += j
+			if s, err := verifyLine(body[i:]); err == nil {
+				cut, seq = i, s
+				break
+			}
+		}
+		end := len(body)
+		if cut >= 0 {
+			end = cut
+		}
+		if bad != nil {
+			if err := bad(logDamage{Start: off, End: off + int64(end), Reason: verr.Error(), Data: body[:end]}); err != nil {
+				return off, err
+			}
+		}
+		if cut >= 0 {
+			if err := fn(frame{Seq: seq, Start: off + int64(cut), End: off + int64(len(body)), line: body[cut:]}); err != nil {
+				return off, err
+			}
 		}
 		off += int64(len(line))
 	}

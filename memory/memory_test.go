@@ -418,26 +418,6 @@ func TestLogFileNamesStayInside(t *testing.T) {
 	}
 }
 
-func FuzzScanLog(f *testing.F) {
-	f.Add([]byte(`{"v":1,"seq":1,"role":"user","content":"hi","at":"2024-01-01T00:00:00Z","hash":"x"}` + "\n"))
-	f.Add([]byte("{\"v\":1,\"seq\":1}\n{torn"))
-	f.Add([]byte("\n\n\xff"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		end, err := scanLog(bytes.NewReader(data), 0, func(rec logRecord, start, end int64) error {
-			if start < 0 || end > int64(len(data)) || end < start {
-				t.Fatalf("bad range %d-%d of %d", start, end, len(data))
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatalf("scanLog: %v", err)
-		}
-		if end < 0 || end > int64(len(data)) {
-			t.Fatalf("end %d outside 0..%d", end, len(data))
-		}
-	})
-}
-
 func FuzzNormalizeMessage(f *testing.F) {
 	f.Add("user", `"hello"`, "", "2024-01-01T00:00:00Z", "")
 	f.Add("assistant", `[{"type":"text","text":"x"},{"type":"tool_use","name":"a"}]`, "n", "", `[{"id":"1"}]`)
@@ -476,7 +456,7 @@ func TestRegenerateSummaries(t *testing.T) {
 	s := openTest(t, Options{Dir: dir, ContextWindow: 1500, ProtectedTurns: 2, Summarizer: versionedSummarizer{base, "v1"}})
 	ingest(t, s, "c", chat(120, t0))
 	tagsBefore := map[int][]string{}
-	for _, sg := range s.convs["c"].segs {
+	for _, sg := range s.convs["c"].c.segs {
 		tagsBefore[sg.ID] = append([]string(nil), sg.Tags...)
 	}
 	if len(tagsBefore) == 0 {

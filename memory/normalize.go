@@ -14,6 +14,7 @@ import (
 const (
 	maxBatchMessages = 1000
 	maxNameLen       = 256
+	maxMessageIDLen  = 256
 )
 
 var validRoles = map[string]bool{"user": true, "assistant": true, "system": true, "tool": true}
@@ -30,6 +31,7 @@ type turnInput struct {
 	ToolResult bool // carries a tool result
 	Timestamp  time.Time
 	HasTime    bool
+	ID         string // the client's message id, if any
 	Hash       [32]byte
 }
 
@@ -90,6 +92,13 @@ func normalizeMessage(m Message, maxBytes int) (turnInput, error) {
 		return t, fieldError(ErrInvalid, "name", "is %d bytes; the limit is %d", len(m.Name), maxNameLen)
 	}
 	t.Name = strings.TrimSpace(m.Name)
+	if len(m.ID) > maxMessageIDLen {
+		return t, fieldError(ErrInvalid, "id", "is %d bytes; the limit is %d", len(m.ID), maxMessageIDLen)
+	}
+	if !utf8.ValidString(m.ID) {
+		return t, fieldError(ErrInvalid, "id", "is not valid UTF-8")
+	}
+	t.ID = m.ID
 	if len(m.Content)+len(m.ToolCalls) > maxBytes {
 		return t, fieldError(ErrTooLarge, "content", "is %d bytes; the limit is %d bytes (max_message_bytes)", len(m.Content)+len(m.ToolCalls), maxBytes)
 	}
@@ -121,7 +130,9 @@ func normalizeMessage(m Message, maxBytes int) (turnInput, error) {
 	if t.ToolCallID != "" || role == "tool" {
 		t.ToolResult = true
 	}
-	t.Text = strings.TrimSpace(text)
+	// Stored byte for byte; only the hash, the empty check and the index
+	// look past surrounding white space.
+	t.Text = text
 	t.Hash = messageHash(t)
 	return t, nil
 }
@@ -248,15 +259,16 @@ func compactJSON(raw json.RawMessage) json.RawMessage {
 	return buf.Bytes()
 }
 
-// messageHash identifies a message for de-duplication: role, name, content
-// and timestamp (a resent message is the same message).
+// messageHash identifies a message for aligning a batch with what is
+// stored: role, name, content (without surrounding white space, as stored
+// before content was kept verbatim) and timestamp.
 func messageHash(t turnInput) [32]byte {
 	h := sha256.New()
 	ts := ""
 	if t.HasTime {
 		ts = t.Timestamp.Format(time.RFC3339Nano)
 	}
-	for _, part := range []string{t.Role, t.Name, t.Text, string(t.Raw), string(t.ToolCalls), t.ToolCallID, ts} {
+	for _, part := range []string{t.Role, t.Name, strings.TrimSpace(t.Text), string(t.Raw), string(t.ToolCalls), t.ToolCallID, ts} {
 		fmt.Fprintf(h, "%d:%s|", len(part), part)
 	}
 	var out [32]byte

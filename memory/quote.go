@@ -20,6 +20,11 @@ const (
 // carries an excerpt with the matched terms marked, who said it and when,
 // its tags, and its master-log reference (file and byte range).
 func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteResult, error) {
+	ctx, end, err := s.begin(ctx, opRead)
+	if err != nil {
+		return FindQuoteResult{}, err
+	}
+	defer end()
 	res := FindQuoteResult{Query: req.Query, Quotes: []Quote{}}
 	query := strings.TrimSpace(req.Query)
 	if query == "" {

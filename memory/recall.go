@@ -50,6 +50,11 @@ type candidate struct {
 // Recall assembles the context that matters for a message, inside a strict
 // cl100k token budget (recall_context). It is read-only.
 func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, error) {
+	ctx, end, err := s.begin(ctx, opRead)
+	if err != nil {
+		return RecallResult{}, err
+	}
+	defer end()
 	res := RecallResult{MatchedTags: []string{}, TurnIDs: []string{}, Summaries: []SummaryRef{}, Signals: []string{}, Included: []Inclusion{}}
 	msg := strings.TrimSpace(req.Message)
 	if msg == "" {

@@ -77,8 +77,13 @@ type turnMeta struct {
 	ToolUse    bool      `json:"tu,omitempty"`
 	ToolResult bool      `json:"tr,omitempty"`
 	Hash       string    `json:"h"`
+	ID         string    `json:"id,omitempty"` // the client's message id
 	Session    int       `json:"ss"`
 	Segment    int       `json:"g,omitempty"`
+	// Damaged marks a placeholder for a record that failed verification or
+	// is missing from the master log (its bytes are in quarantine): it has
+	// no text and no range, and its id is never reused.
+	Damaged bool `json:"d,omitempty"`
 	// Question marks a turn that asks something: the next turn likely
 	// answers it, so recall lends it part of the question's score.
 	Question bool `json:"q,omitempty"`
@@ -133,8 +138,9 @@ type conv struct {
 	id        string
 	log       *masterLog
 	meta      convMeta
-	turns     []turnMeta // turns[seq-1]
-	hashes    map[string]int
+	turns     []turnMeta          // turns[seq-1]
+	ids       map[string]int      // client message id -> seq
+	hashes    map[string]int      // message hash -> seq
 	vocab     map[string]int      // tag -> turns carrying it
 	tagSeqs   map[string][]int    // tag -> seqs, ascending
 	relatedBy map[string][]string // related term -> tags that name it
@@ -155,12 +161,13 @@ type conv struct {
 	// matching (recomputed in the background after a restart).
 	tagVecs map[string][]float32
 	tokens  int // all non-empty turns
+	damaged int // damaged placeholders
 	active  int // tokens of turns after CompactedThrough
 }
 
 func newConv(id string) *conv {
 	return &conv{
-		id: id, hashes: map[string]int{}, vocab: map[string]int{}, tagSeqs: map[string][]int{},
+		id: id, ids: map[string]int{}, hashes: map[string]int{}, vocab: map[string]int{}, tagSeqs: map[string][]int{},
 		relatedBy: map[string][]string{}, tagSums: map[string]*tagSummaryRec{},
 		working: map[string]WorkingEntry{}, speakers: map[string]int{},
 		tagWords: map[string][]string{}, wordTags: map[string][]string{},
@@ -170,6 +177,13 @@ func newConv(id string) *conv {
 // addTurn folds one turn into the in-memory indexes.
 func (c *conv) addTurn(t turnMeta) {
 	c.turns = append(c.turns, t)
+	if t.Damaged {
+		c.damaged++
+		return
+	}
+	if t.ID != "" {
+		c.ids[t.ID] = t.Seq
+	}
 	c.hashes[t.Hash] = t.Seq
 	if t.Empty {
 		return

@@ -10,6 +10,11 @@ import (
 // and working-set depth; totals; and which features are enabled. A
 // conversation with nothing stored yet has an empty status, not an error.
 func (s *Store) Status(ctx context.Context, conversationID string) (Status, error) {
+	ctx, end, err := s.begin(ctx, opRead)
+	if err != nil {
+		return Status{}, err
+	}
+	defer end()
 	id, err := s.resolve(conversationID)
 	if err != nil {
 		return Status{}, err
@@ -52,6 +57,7 @@ func (s *Store) Status(ctx context.Context, conversationID string) (Status, erro
 	st.Totals.ActiveTokens = c.active
 	st.Totals.CompactedTokens = c.tokens - c.active
 	st.Totals.LogBytes = c.meta.LogSize
+	st.Totals.DamagedRecords = c.damaged
 	return st, nil
 }
 
@@ -84,6 +90,11 @@ func (c *conv) tagStatus(tag string) TagStatus {
 // Domain returns one tag's summaries and segments (the
 // virtualcontext://domains/{tag} resource).
 func (s *Store) Domain(ctx context.Context, conversationID, tag string) (Domain, error) {
+	ctx, end, err := s.begin(ctx, opRead)
+	if err != nil {
+		return Domain{}, err
+	}
+	defer end()
 	id, err := s.resolve(conversationID)
 	if err != nil {
 		return Domain{}, err
@@ -120,6 +131,11 @@ func segmentName(id int) string { return "s" + itoa(id) }
 
 // Conversations lists every conversation in the store.
 func (s *Store) Conversations(ctx context.Context) ([]ConversationInfo, error) {
+	ctx, end, err := s.begin(ctx, opRead)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
 	ids, err := s.conversationIDs()
 	if err != nil {
 		return nil, err

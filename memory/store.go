@@ -1,6 +1,29 @@
 package memory
 
+// Lock order. Every path that holds more than one of these takes them in
+// this order, and never the other way round:
+//
+//	Store.mu          the conversation table and the operation count; held
+//	                  only to look up or change them, never across I/O or
+//	                  while waiting for anything
+//	conv.compactMu    serialises a conversation's compactions, splits and
+//	                  summary regeneration
+//	conv.mu           a conversation's in-memory state
+//	masterLog.mu      a log's file handle (held for one read or append)
+//	bbolt transaction db.Update / db.View
+//
+// So no code takes conv.mu inside a bbolt transaction (Close copies each
+// header under conv.mu, then commits them all), and nothing takes Store.mu
+// while it holds conv.mu.
+//
+// Operations. Each exported method begins an operation (Store.begin):
+// once Close has begun, new ones fail with ErrClosed; Close waits for the
+// ones in flight, then saves and closes. A writing operation pins the
+// conversations it loads, so the table's LRU never unloads a conversation
+// while it is being written.
+
 import (
+	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,10 +77,15 @@ type Store struct {
 
 	prefixCache sync.Map // speaker -> tokens of a turn line's speaker prefix (few speakers)
 
-	mu     sync.Mutex
-	convs  map[string]*conv
-	closed atomic.Bool
-	watch  watchers // Watch channels (events.go)
+	// mu guards convs, lru, ops and closing (see the lock order above).
+	mu      sync.Mutex
+	convs   map[string]*convEntry
+	lru     *list.List // of *convEntry, most recently used in front
+	ops     int        // operations in flight
+	idle    *sync.Cond // signalled when ops drops to 0
+	closing bool
+	closed  atomic.Bool
+	watch   watchers // Watch channels (events.go)
 
 	// Background embedding (semantic memory); nil channels without an Embedder.
 	kick      chan struct{}
@@ -98,6 +126,9 @@ func (o *Options) setDefaults() {
 	if o.SummaryConcurrency <= 0 {
 		o.SummaryConcurrency = 4
 	}
+	if o.MaxOpenConversations <= 0 {
+		o.MaxOpenConversations = defaultMaxOpenConversations
+	}
 	if o.LockTimeout <= 0 {
 		o.LockTimeout = time.Second
 	}
@@ -126,7 +157,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	tok := cl100k()
 	dbPath := filepath.Join(opts.Dir, dbFile)
-	db, err := bolt.Open(dbPath, 0o600, &bolt.Options{Timeout: opts.LockTimeout})
+	db, err := bolt.Open(dbPath, 0o600, &bolt.Options{Timeout: opts.LockTimeout, NoSync: opts.noSync})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
 			return nil, lockedError(opts.Dir)
@@ -134,7 +165,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", dbPath, err)
 	}
 	s := &Store{opts: opts, db: db, tok: tok, tagger: opts.Tagger, sum: opts.Summarizer,
-		log: opts.Logger, now: opts.Now, convs: map[string]*conv{}}
+		log: opts.Logger, now: opts.Now, convs: map[string]*convEntry{}, lru: list.New()}
+	s.idle = sync.NewCond(&s.mu)
 	if s.tagger == nil {
 		s.tagger = tagging.NewKeyword(nil)
 	}
@@ -173,6 +205,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 	}
 	s.ix = ix
+	if err := migrateLogNames(filepath.Join(opts.Dir, logsDir), s.log); err != nil {
+		return fail(err)
+	}
 	if err := s.recover(ctx); err != nil {
 		return fail(err)
 	}
@@ -201,6 +236,40 @@ func (s *Store) initSchema() error {
 	})
 	if err != nil {
 		return fmt.Errorf("initialise store: %w", err)
+	}
+	return nil
+}
+
+// migrateLogNames renames master logs named before upper-case letters were
+// escaped ("Chat.jsonl") to their case-safe names ("%43hat.jsonl").
+func migrateLogNames(dir string, log *slog.Logger) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("list master logs: %w", err)
+	}
+	renamed := false
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, logExt) {
+			continue
+		}
+		id := idFromFileName(strings.TrimSuffix(name, logExt))
+		want := fileName(id) + logExt
+		if want == name || ValidateConversationID(id) != nil {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(dir, want)); err == nil {
+			log.Warn("master log has an old-style name and its new name is taken; left as it is", "file", name, "new_name", want)
+			continue
+		}
+		if err := os.Rename(filepath.Join(dir, name), filepath.Join(dir, want)); err != nil {
+			return fmt.Errorf("rename master log %s to %s: %w", name, want, err)
+		}
+		log.Info("master log renamed to its case-safe name", "from", name, "to", want)
+		renamed = true
+	}
+	if renamed {
+		return syncDir(dir)
 	}
 	return nil
 }
@@ -276,40 +345,59 @@ func atomicWrite(path string, data []byte) error {
 	return nil
 }
 
-// Close flushes and releases the data directory.
+// Close refuses new operations (they get ErrClosed), waits for the ones in
+// flight, saves every loaded conversation's header and releases the data
+// directory. It is safe to call more than once and concurrently with any
+// operation.
 func (s *Store) Close() error {
-	if !s.closed.CompareAndSwap(false, true) {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
 		return nil
 	}
-	var errs []error
-	s.closeWatchers()
+	s.closing = true
+	s.closed.Store(true)
+	s.mu.Unlock()
 	if s.stopEmbed != nil {
 		s.stopEmbed()
 		<-s.embedDone
 	}
 	s.mu.Lock()
-	convs := s.convs
-	s.convs = map[string]*conv{}
+	for s.ops > 0 {
+		s.idle.Wait()
+	}
+	entries := s.convs
+	s.convs = map[string]*convEntry{}
+	s.lru.Init()
 	s.mu.Unlock()
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		for _, c := range convs {
-			c.mu.Lock()
-			if err := putMeta(tx, c.meta); err != nil {
-				c.mu.Unlock()
+	s.closeWatchers() // no operation is left to publish a change
+
+	var errs []error
+	var convs []*conv
+	var metas []convMeta
+	for _, e := range entries {
+		<-e.ready // loads are part of operations: all done
+		if e.c == nil {
+			continue
+		}
+		e.c.mu.RLock()
+		metas = append(metas, e.c.meta)
+		e.c.mu.RUnlock()
+		convs = append(convs, e.c)
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		for _, m := range metas {
+			if err := putMeta(tx, m); err != nil {
 				return err
 			}
-			c.mu.Unlock()
 		}
 		return nil
-	})
-	if err != nil {
+	}); err != nil {
 		errs = append(errs, fmt.Errorf("save state: %w", err))
 	}
 	for _, c := range convs {
-		if c.log != nil {
-			if err := c.log.close(); err != nil {
-				errs = append(errs, err)
-			}
+		if err := c.log.close(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := s.ix.Close(); err != nil {
@@ -337,47 +425,6 @@ func (s *Store) resolve(id string) (string, error) {
 	return id, nil
 }
 
-// conversation returns the loaded state of a conversation. With create
-// false, a conversation that has no log yet gives ErrNotFound.
-func (s *Store) conversation(ctx context.Context, id string, create bool) (*conv, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.convs[id]; ok {
-		return c, nil
-	}
-	path := s.logPath(id)
-	if !create {
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w: conversation %q has no stored messages yet", ErrNotFound, id)
-		}
-	}
-	var c *conv
-	if err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		c, err = loadConv(tx, id)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	l, err := openMasterLog(path)
-	if err != nil {
-		return nil, err
-	}
-	c.log = l
-	if c.meta.Created.IsZero() {
-		c.meta.Created = s.now().UTC()
-	}
-	if err := s.replayTail(ctx, c); err != nil {
-		_ = l.close()
-		return nil, err
-	}
-	s.convs[id] = c
-	return c, nil
-}
-
 // recover brings every conversation's derived state up to its master log:
 // conversations whose logs are longer than the store knows are replayed,
 // and turns missing from the index (a new index, after a crash) are added.
@@ -391,7 +438,7 @@ func (s *Store) recover(ctx context.Context) error {
 		if e.IsDir() || !strings.HasSuffix(name, logExt) {
 			continue
 		}
-		id := strings.ReplaceAll(strings.TrimSuffix(name, logExt), "%3A", ":")
+		id := idFromFileName(strings.TrimSuffix(name, logExt))
 		if ValidateConversationID(id) != nil {
 			s.log.Warn("ignoring master log with an invalid conversation id", "file", name)
 			continue
@@ -419,62 +466,6 @@ func (s *Store) recover(ctx context.Context) error {
 	return nil
 }
 
-// replayTail folds in turns present in the master log but not in the store,
-// and indexes turns not yet indexed.
-func (s *Store) replayTail(ctx context.Context, c *conv) error {
-	size, err := c.log.size()
-	if err != nil {
-		return err
-	}
-	// Turns the index lacks before the tail (a rebuilt index after a crash
-	// with a torn tail): indexing the tail moves the watermark past them.
-	if indexed, known := c.meta.IndexedThrough, len(c.turns); indexed < known && size > c.meta.LogSize {
-		if err := s.indexTurns(ctx, c, indexed+1, known); err != nil {
-			return err
-		}
-	}
-	if size > c.meta.LogSize {
-		f, err := os.Open(c.log.path)
-		if err != nil {
-			return fmt.Errorf("open master log for replay: %w", err)
-		}
-		defer f.Close()
-		if _, err := f.Seek(c.meta.LogSize, 0); err != nil {
-			return fmt.Errorf("seek master log: %w", err)
-		}
-		var recs []logRecord
-		var ranges [][2]int64
-		end, err := scanLog(f, c.meta.LogSize, func(rec logRecord, start, end int64) error {
-			if rec.Seq != len(c.turns)+len(recs)+1 {
-				return fmt.Errorf("master log %s: record at byte %d has seq %d, want %d", c.log.path, start, rec.Seq, len(c.turns)+len(recs)+1)
-			}
-			recs = append(recs, rec)
-			ranges = append(ranges, [2]int64{start, end})
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if end < size {
-			s.log.Warn("master log has a torn tail (never acknowledged); it will be overwritten", "conversation", c.id, "valid_bytes", end, "size", size)
-		}
-		if len(recs) > 0 {
-			s.log.Info("replaying master log", "conversation", c.id, "turns", len(recs))
-			if err := s.applyRecords(ctx, c, recs, ranges, end, nil); err != nil {
-				return err
-			}
-		} else if end != c.meta.LogSize {
-			c.meta.LogSize = end
-		}
-	}
-	if c.meta.IndexedThrough < len(c.turns) {
-		if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // conversationIDs lists every conversation with a master log, sorted.
 func (s *Store) conversationIDs() ([]string, error) {
 	entries, err := os.ReadDir(filepath.Join(s.opts.Dir, logsDir))
@@ -487,7 +478,7 @@ func (s *Store) conversationIDs() ([]string, error) {
 		if e.IsDir() || !strings.HasSuffix(name, logExt) {
 			continue
 		}
-		id := strings.ReplaceAll(strings.TrimSuffix(name, logExt), "%3A", ":")
+		id := idFromFileName(strings.TrimSuffix(name, logExt))
 		if ValidateConversationID(id) == nil {
 			ids = append(ids, id)
 		}

@@ -1,0 +1,258 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vc-mcp/vc-mcp/memory/tagging"
+)
+
+// Ingest, recall, expand, find_quote and forced compaction run together
+// while Close is called: Close waits for them and nothing hangs (the test
+// binary's -timeout is the hang detector; the deadline below only turns a
+// hang into a readable failure). Before the lock order was fixed, four
+// ingesting goroutines and Close deadlocked on the first try.
+func TestCloseUnderLoad(t *testing.T) {
+	for round := 0; round < 2; round++ {
+		t.Run(fmt.Sprint("round", round), func(t *testing.T) {
+			s, err := Open(context.Background(), Options{Dir: t.TempDir(), ProtectedTurns: 2, ContextWindow: 4000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			ingest(t, s, "c", chat(24, t0))
+			st, err := s.Status(ctx, "c")
+			if err != nil || len(st.Tags) == 0 {
+				t.Fatalf("status: %v %+v", err, st)
+			}
+			tag := st.Tags[0].Tag
+
+			var started sync.WaitGroup
+			var wg sync.WaitGroup
+			var n atomic.Int64
+			errs := make(chan error, 64)
+			worker := func(name string, fn func(i int) error) {
+				started.Add(1)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					first := true
+					for i := 0; ; i++ {
+						err := fn(i)
+						if first {
+							started.Done()
+							first = false
+						}
+						if errors.Is(err, ErrClosed) {
+							return
+						}
+						if err != nil {
+							errs <- fmt.Errorf("%s: %w", name, err)
+							return
+						}
+						n.Add(1)
+					}
+				}()
+			}
+			for w := 0; w < 4; w++ {
+				worker(fmt.Sprint("ingest", w), func(i int) error {
+					_, err := s.Ingest(ctx, IngestRequest{ConversationID: "c", Messages: []Message{
+						msg("user", "Ana", fmt.Sprintf("writer %d says the Kyoto ryokan costs %d yen", w, i), time.Time{}),
+					}})
+					return err
+				})
+			}
+			worker("compact", func(i int) error {
+				_, err := s.Ingest(ctx, IngestRequest{ConversationID: fmt.Sprint("c"), Force: true, Messages: []Message{
+					msg("assistant", "Bot", fmt.Sprintf("compaction round %d about the Postgres migration", i), time.Time{}),
+				}})
+				return err
+			})
+			worker("recall", func(int) error {
+				_, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "what does the ryokan cost?", MaxTokens: 300})
+				return err
+			})
+			worker("expand", func(int) error {
+				_, err := s.Expand(ctx, ExpandRequest{ConversationID: "c", Tag: tag, Depth: DepthFull})
+				return err
+			})
+			worker("find_quote", func(int) error {
+				_, err := s.FindQuote(ctx, FindQuoteRequest{ConversationID: "c", Query: "Kyoto ryokan"})
+				return err
+			})
+			worker("recall all", func(int) error {
+				_, err := s.Recall(ctx, RecallRequest{Scope: ScopeAll, Message: "Postgres", MaxTokens: 300})
+				return err
+			})
+			started.Wait() // every kind of call has run at least once
+			closed := make(chan error, 1)
+			go func() { closed <- s.Close() }()
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(2 * time.Minute):
+				t.Fatal("operations did not end after Close: deadlock")
+			}
+			if err := <-closed; err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			close(errs)
+			for err := range errs {
+				t.Errorf("an operation failed other than with ErrClosed: %v", err)
+			}
+			if _, err := s.Ingest(ctx, IngestRequest{ConversationID: "c", Messages: chat(1, t0)}); !errors.Is(err, ErrClosed) {
+				t.Fatalf("Ingest after Close: %v, want ErrClosed", err)
+			}
+			// Everything acknowledged is there after a reopen.
+			s2 := openTest(t, Options{Dir: s.opts.Dir})
+			if got := readable(t, s2, "c"); len(got) < 24 {
+				t.Fatalf("%d turns after reopen", len(got))
+			}
+		})
+	}
+}
+
+// scope "all" over 1,000 conversations (250 under the race detector, still
+// far above the cap) with a cap of 16 loaded: the table never holds more
+// than the cap once the call is over, no more log files stay open, and the
+// answer still comes from the right conversation.
+func TestScopeAllBoundedOpenConversations(t *testing.T) {
+	convs, limit := 1000, 16
+	if raceEnabled {
+		convs = 250
+	}
+	dir := t.TempDir()
+	// Write the logs directly (a thousand Ingest calls cost a fsync'd
+	// commit each); the store replays them as logs written before a crash.
+	if err := os.MkdirAll(filepath.Join(dir, logsDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < convs; i++ {
+		word := fmt.Sprintf("zebra%04d", i)
+		rec := recordFrom(1, mustNorm(t, msg("user", "Ana", "the password for the "+word+" vault is stored offline", t0)), t0)
+		line, err := encodeRecord(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, logsDir, fileName(fmt.Sprintf("Conv-%04d", i))+logExt), append(line, '\n'), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := openTest(t, Options{Dir: dir, MaxOpenConversations: limit, noSync: true})
+	if n := loadedCount(s); n > limit {
+		t.Fatalf("%d conversations loaded after open, cap %d", n, limit)
+	}
+	res, err := s.Recall(context.Background(), RecallRequest{Scope: ScopeAll, Message: "where is the zebra0177 vault password?", MaxTokens: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Text, "zebra0177") {
+		t.Fatalf("scope all did not find the conversation's turn:\n%s", res.Text)
+	}
+	fq, err := s.FindQuote(context.Background(), FindQuoteRequest{Scope: ScopeAll, Query: "zebra0123"})
+	if err != nil || len(fq.Quotes) == 0 || fq.Quotes[0].ConversationID != "Conv-0123" {
+		t.Fatalf("find_quote scope all: %v %+v", err, fq.Quotes)
+	}
+	if n := loadedCount(s); n > limit {
+		t.Fatalf("%d conversations loaded after scope all, cap %d", n, limit)
+	}
+	if fds, ok := openLogFiles(dir); ok && fds > limit {
+		t.Fatalf("%d master logs open, cap %d", fds, limit)
+	}
+	list, err := s.Conversations(context.Background())
+	if err != nil || len(list) != convs {
+		t.Fatalf("Conversations: %v, %d listed", err, len(list))
+	}
+}
+
+func loadedCount(s *Store) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.convs)
+}
+
+// openLogFiles counts this process's open files under dir/logs, where the
+// system says (Linux /proc).
+func openLogFiles(dir string) (int, bool) {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0, false
+	}
+	n := 0
+	prefix := filepath.Join(dir, logsDir)
+	for _, fd := range fds {
+		if p, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(p, prefix) {
+			n++
+		}
+	}
+	return n, true
+}
+
+// blockingTagger holds up tagging for one conversation until released.
+type blockingTagger struct {
+	Tagger
+	conv    string
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingTagger) Tag(ctx context.Context, in tagging.Input) (tagging.Result, error) {
+	if in.ConversationID == b.conv {
+		select {
+		case b.entered <- struct{}{}:
+		default:
+		}
+		<-b.release
+	}
+	return b.Tagger.Tag(ctx, in)
+}
+
+// One slow conversation load (here: replaying a log whose tagging waits)
+// does not hold up loading any other conversation.
+func TestSlowLoadBlocksNoOther(t *testing.T) {
+	dir := t.TempDir()
+	bt := &blockingTagger{Tagger: tagging.NewKeyword(nil), conv: "slow", entered: make(chan struct{}, 1), release: make(chan struct{})}
+	s := openTest(t, Options{Dir: dir, Tagger: bt})
+	// Logs the store has not seen yet: loading them replays (and tags) them.
+	for _, id := range []string{"slow", "fast"} {
+		line, err := encodeRecord(recordFrom(1, mustNorm(t, msg("user", "Ana", "hello from "+id, t0)), t0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(s.logPath(id), append(line, '\n'), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slowDone := make(chan error, 1)
+	go func() {
+		_, err := s.Status(context.Background(), "slow")
+		slowDone <- err
+	}()
+	<-bt.entered // "slow" is loading, and stuck
+	fastDone := make(chan error, 1)
+	go func() {
+		_, err := s.FindQuote(context.Background(), FindQuoteRequest{ConversationID: "fast", Query: "hello"})
+		fastDone <- err
+	}()
+	select {
+	case err := <-fastDone:
+		if err != nil {
+			t.Fatalf("fast: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("loading one conversation waited for another's load")
+	}
+	close(bt.release)
+	if err := <-slowDone; err != nil {
+		t.Fatalf("slow: %v", err)
+	}
+}

@@ -1,0 +1,263 @@
+package memory
+
+import (
+	"bytes"
+	"container/list"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// defaultMaxOpenConversations caps the conversations kept loaded, each with
+// its master log open.
+const defaultMaxOpenConversations = 256
+
+// convEntry is one conversation in the Store's table. ready is closed once
+// c or err is set; the loading goroutine alone sets them. refs, elem and
+// the table itself are guarded by Store.mu.
+type convEntry struct {
+	id    string
+	ready chan struct{}
+	c     *conv
+	err   error
+	refs  int           // writing operations using it: not evicted while > 0
+	elem  *list.Element // place in Store.lru, most recently used in front
+}
+
+// op is one call into the Store, from begin to its end.
+type op struct {
+	write  bool
+	pinned map[*convEntry]bool // guarded by Store.mu
+}
+
+type opKey struct{}
+
+// opKind says whether an operation may write a conversation's state. A
+// writing operation pins every conversation it loads, so that no other
+// copy of that conversation can be loaded (and written) while it runs.
+type opKind bool
+
+const (
+	opRead  opKind = false
+	opWrite opKind = true
+)
+
+// begin starts an operation: it fails with ErrClosed once Close has begun,
+// and Close waits for every operation begun before it. Call the returned
+// end when the operation is over. Nested calls join the outer operation.
+func (s *Store) begin(ctx context.Context, kind opKind) (context.Context, func(), error) {
+	if _, ok := ctx.Value(opKey{}).(*op); ok {
+		return ctx, func() {}, nil
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return ctx, nil, ErrClosed
+	}
+	s.ops++
+	s.mu.Unlock()
+	o := &op{write: bool(kind)}
+	return context.WithValue(ctx, opKey{}, o), func() {
+		s.mu.Lock()
+		for e := range o.pinned {
+			e.refs--
+		}
+		s.ops--
+		if s.ops == 0 {
+			s.idle.Broadcast()
+		}
+		victims := s.evictable()
+		s.mu.Unlock()
+		s.unload(victims)
+	}, nil
+}
+
+// conversation returns the loaded state of a conversation, loading it if
+// needed. With create false, a conversation that has no log yet gives
+// ErrNotFound. Store.mu is held only to look up the table: a conversation
+// loads (bbolt read, log verification, replay) without it, and callers
+// asking for one that is loading wait for that load alone.
+func (s *Store) conversation(ctx context.Context, id string, create bool) (*conv, error) {
+	o, _ := ctx.Value(opKey{}).(*op)
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	e, ok := s.convs[id]
+	if ok {
+		s.use(e, o)
+		s.mu.Unlock()
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if e.err != nil {
+			return nil, e.err
+		}
+		return e.c, nil
+	}
+	s.mu.Unlock()
+	path := s.logPath(id)
+	if !create {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: conversation %q has no stored messages yet", ErrNotFound, id)
+		}
+	}
+	s.mu.Lock()
+	if e, ok = s.convs[id]; ok { // another caller began loading it meanwhile
+		s.mu.Unlock()
+		return s.conversation(ctx, id, create)
+	}
+	e = &convEntry{id: id, ready: make(chan struct{})}
+	e.elem = s.lru.PushFront(e)
+	s.convs[id] = e
+	s.use(e, o)
+	s.mu.Unlock()
+
+	c, err := s.load(ctx, id, path)
+	s.mu.Lock()
+	e.c, e.err = c, err
+	if err != nil {
+		delete(s.convs, id)
+		s.lru.Remove(e.elem)
+	}
+	close(e.ready)
+	victims := s.evictable()
+	s.mu.Unlock()
+	s.unload(victims)
+	return c, err
+}
+
+// use marks e most recently used and pins it for a writing operation.
+// Store.mu is held.
+func (s *Store) use(e *convEntry, o *op) {
+	if e.err == nil && e.elem != nil {
+		s.lru.MoveToFront(e.elem)
+	}
+	if o != nil && o.write && !o.pinned[e] {
+		if o.pinned == nil {
+			o.pinned = map[*convEntry]bool{}
+		}
+		o.pinned[e] = true
+		e.refs++
+	}
+}
+
+// evictable takes out of the table the least recently used loaded
+// conversations beyond the cap that no writing operation holds. Store.mu
+// is held; the caller unloads them after releasing it.
+func (s *Store) evictable() []*conv {
+	var out []*conv
+	for el := s.lru.Back(); el != nil && len(s.convs) > s.opts.MaxOpenConversations; {
+		e := el.Value.(*convEntry)
+		prev := el.Prev()
+		select {
+		case <-e.ready:
+			if e.refs == 0 && e.c != nil {
+				s.lru.Remove(el)
+				delete(s.convs, e.id)
+				out = append(out, e.c)
+			}
+		default: // still loading
+		}
+		el = prev
+	}
+	return out
+}
+
+// unload saves evicted conversations' headers, where they changed, and
+// closes their logs. A reader still holding one reads its log by opening it
+// for each read.
+func (s *Store) unload(convs []*conv) {
+	for _, c := range convs {
+		c.mu.RLock()
+		meta := c.meta
+		c.mu.RUnlock()
+		if err := s.saveMeta(meta); err != nil {
+			s.log.Warn("saving an unloaded conversation's state failed", "conversation", c.id, "err", err)
+		}
+		if err := c.log.release(); err != nil {
+			s.log.Warn("closing an unloaded conversation's log failed", "conversation", c.id, "err", err)
+		}
+	}
+}
+
+// saveMeta commits a conversation header unless bbolt holds it already
+// (a read-only check spares a synced commit).
+func (s *Store) saveMeta(m convMeta) error {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode conversation %s: %w", m.ID, err)
+	}
+	same := false
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		same = bytes.Equal(tx.Bucket(bucketConvs).Get([]byte(m.ID)), data)
+		return nil
+	}); err != nil || same {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketConvs).Put([]byte(m.ID), data) })
+}
+
+// load reads a conversation from bbolt and its master log.
+func (s *Store) load(ctx context.Context, id, path string) (*conv, error) {
+	var c *conv
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		c, err = loadConv(tx, id)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	l, err := openMasterLog(path)
+	if err != nil {
+		return nil, err
+	}
+	c.log = l
+	if c.meta.Created.IsZero() {
+		c.meta.Created = s.now().UTC()
+	}
+	// Turns the index lacks before the tail (an index rebuilt after a crash
+	// with a torn tail): index them first, or folding the tail in would move
+	// the watermark past them.
+	if c.meta.IndexedThrough < len(c.turns) {
+		if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns)); err != nil {
+			_ = l.close()
+			return nil, err
+		}
+	}
+	if err := s.reconcileLog(ctx, c); err != nil {
+		_ = l.close()
+		return nil, err
+	}
+	if c.meta.IndexedThrough < len(c.turns) {
+		if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns)); err != nil {
+			_ = l.close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// loadedConvs returns the conversations loaded now.
+func (s *Store) loadedConvs() []*conv {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*conv, 0, len(s.convs))
+	for _, e := range s.convs {
+		select {
+		case <-e.ready:
+			if e.c != nil {
+				out = append(out, e.c)
+			}
+		default:
+		}
+	}
+	return out
+}

@@ -1,0 +1,321 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// crash drops a store without Close, as a kill -9 would: nothing it holds
+// in memory reaches disk.
+func crash(t *testing.T, s *Store) {
+	t.Helper()
+	s.closed.Store(true)
+	if s.stopEmbed != nil {
+		s.stopEmbed()
+		<-s.embedDone
+	}
+	_ = s.ix.Close()
+	_ = s.db.Close()
+}
+
+// readable returns the stored content of every turn that reads back.
+func readable(t *testing.T, s *Store, id string) map[int]string {
+	t.Helper()
+	c, err := s.conversation(context.Background(), id, false)
+	if err != nil {
+		t.Fatalf("conversation %s: %v", id, err)
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := map[int]string{}
+	for _, tm := range c.turns {
+		if tm.Damaged {
+			continue
+		}
+		rec, err := c.log.read(tm.Start, tm.End)
+		if err != nil {
+			t.Fatalf("turn %d is not marked damaged but does not read: %v", tm.Seq, err)
+		}
+		out[tm.Seq] = rec.Content
+	}
+	return out
+}
+
+func damaged(t *testing.T, s *Store, id string) int {
+	t.Helper()
+	st, err := s.Status(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Totals.DamagedRecords
+}
+
+// logLine returns the byte range of the n-th line (1-based) of a log.
+func logLine(t *testing.T, data []byte, n int) (int, int) {
+	t.Helper()
+	start := 0
+	for i := 1; i < n; i++ {
+		j := bytes.IndexByte(data[start:], '\n')
+		if j < 0 {
+			t.Fatalf("log has fewer than %d lines", n)
+		}
+		start += j + 1
+	}
+	return start, start + bytes.IndexByte(data[start:], '\n')
+}
+
+// The review's reproduction: 8 garbage bytes inside record 25 of 50.
+func TestDamagedRecordKeepsTheOthers(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := openTest(t, Options{Dir: dir})
+	msgs := chat(50, t0)
+	ingest(t, s, "c", msgs)
+	path := s.logPath("c")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := logLine(t, data, 25)
+	mid := (lo + hi) / 2
+	copy(data[mid:], "GARBAGE!")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want49 := func(s *Store, stage string, extra int) {
+		t.Helper()
+		got := readable(t, s, "c")
+		if len(got) != 49+extra {
+			t.Fatalf("%s: %d readable turns, want %d", stage, len(got), 49+extra)
+		}
+		if _, ok := got[25]; ok {
+			t.Fatalf("%s: damaged turn 25 served", stage)
+		}
+		for seq := 26; seq <= 50; seq++ {
+			if !strings.Contains(string(msgs[seq-1].Content), got[seq]) || got[seq] == "" {
+				t.Fatalf("%s: turn %d = %q", stage, seq, got[seq])
+			}
+		}
+		if n := damaged(t, s, "c"); n != 1 {
+			t.Fatalf("%s: damaged_records %d, want 1", stage, n)
+		}
+	}
+
+	// serve
+	s = openTest(t, Options{Dir: dir})
+	want49(s, "serve", 0)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// rebuild
+	if err := Rebuild(ctx, Options{Dir: dir}, nil); err != nil {
+		t.Fatalf("Rebuild: %v", err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	want49(s, "rebuild", 0)
+	// the next write keeps them all
+	res := ingest(t, s, "c", []Message{msg("user", "Ana", "a new message after the damage", t0.Add(time.Hour))})
+	if len(res.TurnIDs) != 1 || res.TurnIDs[0] != "t51" {
+		t.Fatalf("new turn ids %v, want [t51]", res.TurnIDs)
+	}
+	want49(s, "after a write", 1)
+	// kill -9, then open
+	crash(t, s)
+	s = openTest(t, Options{Dir: dir})
+	want49(s, "after a crash", 1)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Rebuild(ctx, Options{Dir: dir}, nil); err != nil {
+		t.Fatalf("second Rebuild: %v", err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	want49(s, "second rebuild", 1)
+
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(after[:len(data)], data) {
+		t.Fatalf("the log's old bytes changed")
+	}
+	q, err := os.ReadFile(filepath.Join(dir, quarantineDir, "c.jsonl"))
+	if err != nil {
+		t.Fatalf("no quarantine file: %v", err)
+	}
+	if got := bytes.Count(q, []byte("\n")); got != 1 || !bytes.Contains(q, []byte("GARBAGE!")) {
+		t.Fatalf("quarantine holds %d records, want the damaged one once:\n%s", got, q)
+	}
+}
+
+// The review's reproduction: the log cut short by 30 bytes.
+func TestLogCutShort(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := openTest(t, Options{Dir: dir})
+	ingest(t, s, "c", chat(50, t0))
+	path := s.logPath("c")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, st.Size()-30); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	res := ingest(t, s, "c", []Message{msg("user", "Ana", "stored after the cut", t0.Add(time.Hour))})
+	if len(res.TurnIDs) != 1 || res.TurnIDs[0] != "t51" {
+		t.Fatalf("new turn ids %v, want [t51] (t50 was acknowledged once; its id is not reused)", res.TurnIDs)
+	}
+	check := func(stage string) {
+		t.Helper()
+		got := readable(t, s, "c")
+		if len(got) != 50 || got[51] != "stored after the cut" {
+			t.Fatalf("%s: %d readable turns, t51 = %q; want 50 and the new message", stage, len(got), got[51])
+		}
+		if n := damaged(t, s, "c"); n != 1 {
+			t.Fatalf("%s: damaged_records %d, want 1", stage, n)
+		}
+	}
+	check("serve")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.IndexByte(data, 0) >= 0 {
+		t.Fatalf("the log has a hole of NUL bytes")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Rebuild(ctx, Options{Dir: dir}, nil); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	check("rebuild")
+	q, err := os.ReadFile(filepath.Join(dir, quarantineDir, "c.jsonl"))
+	if err != nil || !bytes.Contains(q, []byte("torn tail")) {
+		t.Fatalf("the cut record is not in quarantine: %v\n%s", err, q)
+	}
+}
+
+// Bytes inserted inside a record shift every record after it: the store
+// finds them at their new place instead of serving garbage.
+func TestInsertedBytesShiftRecords(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	ingest(t, s, "c", chat(20, t0))
+	path := s.logPath("c")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	lo, hi := logLine(t, data, 10)
+	mid := (lo + hi) / 2
+	data = append(data[:mid:mid], append([]byte("INSERTED"), data[mid:]...)...)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	if got := readable(t, s, "c"); len(got) != 19 {
+		t.Fatalf("%d readable turns, want 19", len(got))
+	}
+	res := ingest(t, s, "c", []Message{msg("user", "Ana", "after the insert", t0.Add(time.Hour))})
+	if res.TurnIDs[0] != "t21" {
+		t.Fatalf("turn ids %v", res.TurnIDs)
+	}
+	if got := readable(t, s, "c"); len(got) != 20 || got[21] != "after the insert" {
+		t.Fatalf("after a write: %d readable", len(got))
+	}
+}
+
+// Logs written before framing (version 1, no checksum) still read, and new
+// records are framed after them.
+func TestLegacyLogStillReads(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	path := s.logPath("old")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var legacy bytes.Buffer
+	for i, m := range chat(6, t0) {
+		in := mustNorm(t, m)
+		r := recordFrom(i+1, in, t0)
+		r.V = logVersionLegacy
+		line, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		legacy.Write(line)
+		legacy.WriteByte('\n')
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, legacy.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	if got := readable(t, s, "old"); len(got) != 6 {
+		t.Fatalf("%d legacy turns readable, want 6", len(got))
+	}
+	ingest(t, s, "old", []Message{msg("user", "Ana", "framed now", t0.Add(time.Hour))})
+	if got := readable(t, s, "old"); len(got) != 7 || got[7] != "framed now" {
+		t.Fatalf("after a write: %v", got)
+	}
+	data, _ := os.ReadFile(path)
+	if !bytes.HasPrefix(data, legacy.Bytes()) || !bytes.Contains(data[legacy.Len():], []byte(`"crc":"`)) {
+		t.Fatalf("legacy bytes changed or new record unframed")
+	}
+}
+
+// A full disk: the error says what to do and that nothing was stored;
+// reads keep working; once there is space again, writing resumes with the
+// right turn ids and nothing half-written in the log.
+func TestDiskFullSaysWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	ingest(t, s, "c", chat(10, t0))
+	logWriteHook = func(string) error { return syscall.ENOSPC }
+	t.Cleanup(func() { logWriteHook = nil })
+	_, err := s.Ingest(context.Background(), IngestRequest{ConversationID: "c", Messages: []Message{msg("user", "Ana", "lost to a full disk", t0.Add(time.Hour))}})
+	if !errors.Is(err, ErrStorage) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Ingest on a full disk: %v, want ErrStorage wrapping ENOSPC", err)
+	}
+	for _, want := range []string{"disk full", dir, "nothing was stored"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if _, err := s.Recall(context.Background(), RecallRequest{ConversationID: "c", Message: "the Kyoto ryokan"}); err != nil {
+		t.Fatalf("Recall on a full disk: %v", err)
+	}
+	fq, err := s.FindQuote(context.Background(), FindQuoteRequest{ConversationID: "c", Query: "GOMAXPROCS"})
+	if err != nil || len(fq.Quotes) == 0 {
+		t.Fatalf("FindQuote on a full disk: %v %v", err, fq.Quotes)
+	}
+	logWriteHook = nil
+	res := ingest(t, s, "c", []Message{msg("user", "Ana", "space is back", t0.Add(2*time.Hour))})
+	if fmt.Sprint(res.TurnIDs) != "[t11]" {
+		t.Fatalf("turn ids after the disk full: %v, want [t11]", res.TurnIDs)
+	}
+	if got := readable(t, s, "c"); len(got) != 11 || got[11] != "space is back" {
+		t.Fatalf("after the disk full: %d turns", len(got))
+	}
+}

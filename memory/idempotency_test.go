@@ -1,0 +1,129 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestIngestAlignsResends(t *testing.T) {
+	type batch struct {
+		msgs       []string // "u:text" or "a:text"; "u:text#id" gives a client id
+		wantStored int
+	}
+	tests := []struct {
+		name    string
+		batches []batch
+		want    []string // the stored transcript
+	}{
+		{"full resend", []batch{
+			{[]string{"u:plan the trip", "a:which city?", "u:Kyoto", "a:booked"}, 4},
+			{[]string{"u:plan the trip", "a:which city?", "u:Kyoto", "a:booked", "u:thanks", "a:welcome"}, 2},
+		}, []string{"u:plan the trip", "a:which city?", "u:Kyoto", "a:booked", "u:thanks", "a:welcome"}},
+		{"new only", []batch{
+			{[]string{"u:plan the trip", "a:which city?"}, 2},
+			{[]string{"u:Kyoto", "a:booked"}, 2},
+		}, []string{"u:plan the trip", "a:which city?", "u:Kyoto", "a:booked"}},
+		{"overlapping", []batch{
+			{[]string{"u:plan the trip", "a:which city?", "u:Kyoto", "a:booked"}, 4},
+			{[]string{"u:Kyoto", "a:booked", "u:thanks"}, 1},
+		}, []string{"u:plan the trip", "a:which city?", "u:Kyoto", "a:booked", "u:thanks"}},
+		{"retried batch", []batch{
+			{[]string{"u:plan the trip", "a:which city?"}, 2},
+			{[]string{"u:plan the trip", "a:which city?"}, 0},
+		}, []string{"u:plan the trip", "a:which city?"}},
+		{"older window resent", []batch{
+			{[]string{"u:one", "a:two", "u:three", "a:four", "u:five", "a:six"}, 6},
+			{[]string{"a:two", "u:three", "a:four"}, 0},
+		}, []string{"u:one", "a:two", "u:three", "a:four", "u:five", "a:six"}},
+		{"repeated short answers", []batch{
+			{[]string{"a:shall I book Kyoto?", "u:yes"}, 2},
+			{[]string{"a:and the ryokan?", "u:yes"}, 2},
+			{[]string{"a:breakfast too?"}, 1},
+			{[]string{"u:yes"}, 1},
+		}, []string{"a:shall I book Kyoto?", "u:yes", "a:and the ryokan?", "u:yes", "a:breakfast too?", "u:yes"}},
+		{"same words twice in one batch", []batch{
+			{[]string{"a:ok?", "u:yes", "u:yes"}, 3},
+		}, []string{"a:ok?", "u:yes", "u:yes"}},
+		{"client ids", []batch{
+			{[]string{"u:yes#m1", "a:noted#m2"}, 2},
+			{[]string{"u:yes#m1"}, 0},
+			{[]string{"u:yes#m3", "u:yes#m3"}, 1},
+		}, []string{"u:yes", "a:noted", "u:yes"}},
+	}
+	for _, withTime := range []bool{false, true} {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/timestamps=%v", tt.name, withTime), func(t *testing.T) {
+				s := openTest(t, Options{})
+				// With timestamps every message has its own, fixed by its
+				// text's first position in the case, as a client resending
+				// its history would send it.
+				at := map[string]time.Time{}
+				for bi, b := range tt.batches {
+					var msgs []Message
+					for i, spec := range b.msgs {
+						text, id, _ := strings.Cut(spec[2:], "#")
+						role := "user"
+						if spec[0] == 'a' {
+							role = "assistant"
+						}
+						m := Message{Role: role, Content: jsonString(text), ID: id}
+						if withTime {
+							key := spec
+							if tt.name == "repeated short answers" || tt.name == "same words twice in one batch" {
+								key = fmt.Sprintf("%s@%d.%d", spec, bi, i) // said again: a new time
+							}
+							if _, ok := at[key]; !ok {
+								at[key] = t0.Add(time.Duration(len(at)) * time.Minute)
+							}
+							m.Timestamp = at[key].Format(time.RFC3339)
+						}
+						msgs = append(msgs, m)
+					}
+					res := ingest(t, s, "c", msgs)
+					if res.Stored != b.wantStored || res.Duplicates != len(msgs)-b.wantStored {
+						t.Fatalf("batch %d: stored %d duplicates %d, want %d %d", bi+1, res.Stored, res.Duplicates, b.wantStored, len(msgs)-b.wantStored)
+					}
+				}
+				got := readable(t, s, "c")
+				c, _ := s.conversation(context.Background(), "c", false)
+				var transcript []string
+				for seq := 1; seq <= len(got); seq++ {
+					transcript = append(transcript, c.turn(seq).Role[:1]+":"+got[seq])
+				}
+				if fmt.Sprint(transcript) != fmt.Sprint(tt.want) {
+					t.Fatalf("transcript %q, want %q", transcript, tt.want)
+				}
+			})
+		}
+	}
+}
+
+func jsonString(s string) []byte { return text(s) }
+
+// Content is stored byte for byte: white space included.
+func TestContentIsVerbatim(t *testing.T) {
+	s := openTest(t, Options{})
+	contents := []string{"  indented\n", "trailing spaces   ", "\ttab\r\n", "line one\n\nline two\n\n"}
+	var msgs []Message
+	for _, c := range contents {
+		msgs = append(msgs, Message{Role: "user", Content: text(c)})
+	}
+	ingest(t, s, "v", msgs)
+	got := readable(t, s, "v")
+	for i, want := range contents {
+		if got[i+1] != want {
+			t.Errorf("turn %d stored %q, want %q", i+1, got[i+1], want)
+		}
+	}
+	data, err := os.ReadFile(s.logPath("v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"content":"trailing spaces   "`) {
+		t.Errorf("the log does not hold the content verbatim:\n%s", data)
+	}
+}

@@ -1,0 +1,85 @@
+package memory
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFileNamesAreCaseSafe(t *testing.T) {
+	tests := []struct {
+		id, file string
+	}{
+		{"chat", "chat"},
+		{"Chat", "%43hat"},
+		{"proj:x", "proj%3Ax"},
+		{"Proj:X.1_a-b", "%50roj%3A%58.1_a-b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			if got := fileName(tt.id); got != tt.file {
+				t.Fatalf("fileName(%q) = %q, want %q", tt.id, got, tt.file)
+			}
+			if got := idFromFileName(tt.file); got != tt.id {
+				t.Fatalf("idFromFileName(%q) = %q, want %q", tt.file, got, tt.id)
+			}
+			if got := idFromFileName(strings.ToLower(tt.file)); got != tt.id {
+				t.Fatalf("a case-folding file system would turn %q into id %q", tt.id, got)
+			}
+		})
+	}
+}
+
+func FuzzFileName(f *testing.F) {
+	f.Add("Chat")
+	f.Add("a:B.c_D-9")
+	f.Fuzz(func(t *testing.T, id string) {
+		if ValidateConversationID(id) != nil {
+			return
+		}
+		name := fileName(id)
+		if got := idFromFileName(strings.ToLower(name)); got != id {
+			t.Fatalf("id %q -> file %q -> folded -> id %q", id, name, got)
+		}
+		if strings.ContainsAny(name, `/\:`) {
+			t.Fatalf("file name %q", name)
+		}
+	})
+}
+
+func TestChatAndchatKeepTheirOwnLogs(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	ingest(t, s, "Chat", chat(2, t0))
+	ingest(t, s, "chat", chat(4, t0))
+	names, _ := filepath.Glob(filepath.Join(dir, logsDir, "*"+logExt))
+	if len(names) != 2 || strings.EqualFold(names[0], names[1]) {
+		t.Fatalf("log files %v: two ids that differ in case need names that differ in more than case", names)
+	}
+	// A log with the old name is renamed on open and keeps its turns.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, logsDir, "%43hat.jsonl"), filepath.Join(dir, logsDir, "Chat.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	if _, err := os.Stat(filepath.Join(dir, logsDir, "%43hat.jsonl")); err != nil {
+		t.Fatalf("old-style log not renamed: %v", err)
+	}
+	if got := readable(t, s, "Chat"); len(got) != 2 {
+		t.Fatalf("Chat has %d turns after the rename, want 2", len(got))
+	}
+	if got := readable(t, s, "chat"); len(got) != 4 {
+		t.Fatalf("chat has %d turns, want 4", len(got))
+	}
+	list, err := s.Conversations(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 {
+		t.Fatalf("conversations %+v, want Chat and chat", list)
+	}
+}

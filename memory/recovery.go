@@ -1,0 +1,280 @@
+package memory
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+	"unicode/utf8"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// quarantineDir holds, per conversation, a copy of every stretch of a
+// master log that failed verification or was cut as a torn tail.
+const quarantineDir = "quarantine"
+
+// quarantined is one line of a quarantine file.
+type quarantined struct {
+	Conversation string    `json:"conversation"`
+	Offset       int64     `json:"offset"`
+	Length       int       `json:"length"`
+	Reason       string    `json:"reason"`
+	Found        time.Time `json:"found"`
+	Key          string    `json:"key"`
+	Text         string    `json:"text,omitempty"`   // the bytes, when they are UTF-8
+	Base64       string    `json:"base64,omitempty"` // the bytes, when they are not
+}
+
+func quarantineKey(d logDamage) string {
+	sum := sha256.Sum256(d.Data)
+	return fmt.Sprintf("%d:%s", d.Start, hex.EncodeToString(sum[:8]))
+}
+
+// quarantine copies damaged log bytes to quarantine/<log file name>.jsonl
+// (fsync'd), once per offset and content, so nothing is ever only deleted.
+func (s *Store) quarantine(id string, items []logDamage) error {
+	if len(items) == 0 {
+		return nil
+	}
+	dir := filepath.Join(s.opts.Dir, quarantineDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create quarantine directory: %w", err)
+	}
+	path := filepath.Join(dir, fileName(id)+logExt)
+	seen := map[string]bool{}
+	if data, err := os.ReadFile(path); err == nil {
+		for _, line := range splitLines(data) {
+			var q quarantined
+			if json.Unmarshal(line, &q) == nil {
+				seen[q.Key] = true
+			}
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read quarantine file: %w", err)
+	}
+	var buf []byte
+	for _, d := range items {
+		key := quarantineKey(d)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		q := quarantined{Conversation: id, Offset: d.Start, Length: len(d.Data), Reason: d.Reason, Found: s.now().UTC(), Key: key}
+		if utf8.Valid(d.Data) {
+			q.Text = string(d.Data)
+		} else {
+			q.Base64 = base64.StdEncoding.EncodeToString(d.Data)
+		}
+		line, err := json.Marshal(q)
+		if err != nil {
+			return fmt.Errorf("encode quarantine record: %w", err)
+		}
+		buf = append(append(buf, line...), '\n')
+	}
+	if len(buf) == 0 {
+		return nil
+	}
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open quarantine file: %w", err)
+	}
+	if _, err := f.Write(buf); err != nil {
+		f.Close()
+		return fmt.Errorf("write quarantine file %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("fsync quarantine file %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close quarantine file %s: %w", path, err)
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		return syncDir(dir)
+	}
+	return nil
+}
+
+func splitLines(data []byte) [][]byte {
+	var out [][]byte
+	for len(data) > 0 {
+		i := 0
+		for i < len(data) && data[i] != '\n' {
+			i++
+		}
+		out = append(out, data[:i])
+		if i == len(data) {
+			break
+		}
+		data = data[i+1:]
+	}
+	return out
+}
+
+// reconcileLog checks a conversation's whole master log against its
+// committed state and repairs the derived side, never the log's good
+// records:
+//   - a record that fails verification is reported, copied to quarantine
+//     and skipped; records after it are kept;
+//   - a turn the store knows whose record is gone or damaged becomes a
+//     damaged placeholder (its id is never reused);
+//   - a record whose bytes moved (bytes inserted before it) gets its new
+//     range;
+//   - records beyond what was committed (a crash between the log's fsync
+//     and the store's commit) are replayed, with placeholders for gaps;
+//   - an unterminated last record, a torn tail, is copied to quarantine and
+//     cut, so the next append starts at the real end of the last complete
+//     record and never behind a hole.
+//
+// c.mu is held for writing, or c is not yet shared.
+func (s *Store) reconcileLog(ctx context.Context, c *conv) error {
+	size, err := c.log.size()
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(c.log.path)
+	if err != nil {
+		return fmt.Errorf("open master log for verification: %w", err)
+	}
+	defer f.Close()
+	known := len(c.turns)
+	matched := make([]bool, known+1)
+	fixes := map[int][2]int64{}
+	var damage []logDamage
+	var fresh []frame
+	last := known
+	validEnd, err := scanLog(f, 0, func(fr frame) error {
+		switch {
+		case fr.Seq <= known && !matched[fr.Seq]:
+			matched[fr.Seq] = true
+			t := c.turns[fr.Seq-1]
+			if !t.Damaged && (t.Start != fr.Start || t.End != fr.End) {
+				fixes[fr.Seq] = [2]int64{fr.Start, fr.End}
+			}
+		case fr.Seq > last:
+			last = fr.Seq
+			fresh = append(fresh, fr)
+		default:
+			damage = append(damage, logDamage{Start: fr.Start, End: fr.End, Reason: fmt.Sprintf("sequence %d out of order", fr.Seq), Data: fr.line})
+		}
+		return nil
+	}, func(d logDamage) error {
+		damage = append(damage, d)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("verify master log %s: %w", c.log.path, err)
+	}
+	if validEnd < size {
+		tail := make([]byte, size-validEnd)
+		if _, err := f.ReadAt(tail, validEnd); err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("read torn tail of %s: %w", c.log.path, err)
+		}
+		damage = append(damage, logDamage{Start: validEnd, End: size, Reason: "unterminated last record (torn tail)", Data: tail})
+	}
+	var lost []int
+	for seq := 1; seq <= known; seq++ {
+		if !matched[seq] && !c.turns[seq-1].Damaged {
+			lost = append(lost, seq)
+		}
+	}
+	if len(damage) > 0 {
+		if err := s.quarantine(c.id, damage); err != nil {
+			return err
+		}
+		for _, d := range damage {
+			s.log.Warn("master log: damaged record skipped and copied to quarantine", "conversation", c.id, "offset", d.Start, "bytes", len(d.Data), "reason", d.Reason)
+		}
+	}
+	if validEnd < size {
+		if err := c.log.cut(validEnd); err != nil {
+			return err
+		}
+	}
+	if len(lost) > 0 || len(fixes) > 0 || (len(fresh) == 0 && c.meta.LogSize != validEnd) {
+		for seq, r := range fixes {
+			c.turns[seq-1].Start, c.turns[seq-1].End = r[0], r[1]
+		}
+		var docIDs []string
+		for _, seq := range lost {
+			s.log.Warn("master log: a stored turn's record is damaged or missing; it is kept as a placeholder", "conversation", c.id, "turn", turnID(seq))
+			c.markDamaged(seq)
+			docIDs = append(docIDs, turnDocID(c.id, seq))
+		}
+		meta := c.meta
+		if len(fresh) == 0 {
+			meta.LogSize = validEnd
+		}
+		if err := s.db.Update(func(tx *bolt.Tx) error {
+			b, err := convBucket(tx, c.id)
+			if err != nil {
+				return err
+			}
+			tb := b.Bucket(bucketTurns)
+			for seq := range fixes {
+				if err := putJSON(tb, seqKey(seq), c.turns[seq-1]); err != nil {
+					return err
+				}
+			}
+			for _, seq := range lost {
+				if err := putJSON(tb, seqKey(seq), c.turns[seq-1]); err != nil {
+					return err
+				}
+			}
+			return putMeta(tx, meta)
+		}); err != nil {
+			return fmt.Errorf("commit repairs of %s: %w", c.id, err)
+		}
+		c.meta = meta
+		if len(docIDs) > 0 {
+			if err := s.ix.Delete(ctx, docIDs); err != nil {
+				s.log.Warn("removing damaged turns from the index failed", "conversation", c.id, "err", err)
+			}
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	var recs []logRecord
+	var ranges [][2]int64
+	for _, fr := range fresh {
+		for seq := len(c.turns) + len(recs) + 1; seq < fr.Seq; seq++ {
+			recs = append(recs, logRecord{Seq: seq}) // lost before it was committed
+			ranges = append(ranges, [2]int64{})
+		}
+		rec, err := fr.record()
+		if err != nil {
+			return fmt.Errorf("decode verified record: %w", err)
+		}
+		recs = append(recs, rec)
+		ranges = append(ranges, [2]int64{fr.Start, fr.End})
+	}
+	s.log.Info("replaying master log", "conversation", c.id, "turns", len(recs))
+	return s.applyRecords(ctx, c, recs, ranges, validEnd, nil)
+}
+
+// markDamaged turns a stored turn into a damaged placeholder: no text, no
+// tokens, no byte range. c.mu is held for writing.
+func (c *conv) markDamaged(seq int) {
+	t := &c.turns[seq-1]
+	if t.Damaged {
+		return
+	}
+	if !t.Empty {
+		c.tokens -= t.Tokens
+		if seq > c.meta.CompactedThrough {
+			c.active -= t.Tokens
+		}
+	}
+	t.Empty, t.Damaged, t.Tokens, t.Start, t.End = true, true, 0, 0, 0
+	c.damaged++
+}

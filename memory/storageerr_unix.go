@@ -1,0 +1,5 @@
+//go:build !windows
+
+package memory
+
+func diskFullErrno(error) bool { return false }
