@@ -75,6 +75,17 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 	meta := c.meta
 	meta.CompactedThrough = through
 	freedFull, summaryTokens := 0, 0
+	dec := decision{Kind: decCompact, Through: through, Segments: make([]segmentRec, len(plans)), TagSums: make([]tagSummaryRec, len(rollups))}
+	for i := range plans {
+		dec.Segments[i] = plans[i].rec
+	}
+	for i, r := range rollups {
+		dec.TagSums[i] = *r
+	}
+	if meta.DecisionsSize, err = s.recordDecision(c, dec); err != nil {
+		return res, err
+	}
+	meta.SummaryGen++
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		b, err := convBucket(tx, c.id)
 		if err != nil {
@@ -125,6 +136,8 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 	}
 	if err := s.ix.Add(ctx, docs); err != nil {
 		s.log.Warn("indexing summaries failed; they are stored and will be found by tag", "conversation", c.id, "err", err)
+	} else if c.meta.SummariesIndexed == c.meta.SummaryGen-1 {
+		c.meta.SummariesIndexed = c.meta.SummaryGen
 	}
 	res.segments = len(plans)
 	res.freed = max(0, freedFull-summaryTokens)

@@ -215,7 +215,7 @@ func (s *Store) resetIndexed() error {
 			if err := json.Unmarshal(v, &m); err != nil {
 				return err
 			}
-			m.IndexedThrough = 0
+			m.IndexedThrough, m.SummariesIndexed = 0, -1
 			metas = append(metas, m)
 			return nil
 		}); err != nil {
@@ -306,6 +306,11 @@ func (s *Store) Close() error {
 	for _, c := range convs {
 		if c.log != nil {
 			if err := c.log.close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if c.dlog != nil {
+			if err := c.dlog.close(); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -407,7 +412,7 @@ func (s *Store) recover(ctx context.Context) error {
 		}); err != nil {
 			return fmt.Errorf("read conversation %s: %w", id, err)
 		}
-		if info.Size() == meta.LogSize && meta.IndexedThrough >= meta.Turns {
+		if info.Size() == meta.LogSize && meta.IndexedThrough >= meta.Turns && meta.SummariesIndexed == meta.SummaryGen && !s.decisionsBehind(id, meta) {
 			continue
 		}
 		if _, err := s.conversation(ctx, id, true); err != nil {
@@ -420,6 +425,11 @@ func (s *Store) recover(ctx context.Context) error {
 // replayTail folds in turns present in the master log but not in the store,
 // and indexes turns not yet indexed.
 func (s *Store) replayTail(ctx context.Context, c *conv) error {
+	var err error
+	if c.replay, err = s.loadReplay(c); err != nil {
+		return err
+	}
+	defer func() { c.replay = nil }()
 	size, err := c.log.size()
 	if err != nil {
 		return err
@@ -458,6 +468,12 @@ func (s *Store) replayTail(ctx context.Context, c *conv) error {
 			c.meta.LogSize = end
 		}
 	}
+	if err := s.applyReplay(ctx, c); err != nil {
+		return err
+	}
+	if err := s.indexSummaries(ctx, c); err != nil {
+		return err
+	}
 	if c.meta.IndexedThrough < len(c.turns) {
 		if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns)); err != nil {
 			return err
@@ -488,8 +504,10 @@ func (s *Store) conversationIDs() ([]string, error) {
 }
 
 // Rebuild deletes the derived bbolt file and Bleve index of opts.Dir and
-// recreates them from the master logs. The directory must not be open.
-// Working-set state is derived too and starts empty.
+// recreates them from the master logs and the derived-decisions logs:
+// tags, segments, summaries, splits, aliases and the working set come back
+// as they were, and no tagger, summariser or splitter is called for
+// anything recorded. The directory must not be open.
 func Rebuild(ctx context.Context, opts Options, progress Progress) error {
 	opts.setDefaults()
 	if opts.Dir == "" {
