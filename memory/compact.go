@@ -135,7 +135,8 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 		c.active += c.turns[seq-1].Tokens
 	}
 	if err := s.ix.Add(ctx, docs); err != nil {
-		s.log.Warn("indexing summaries failed; they are stored and will be found by tag", "conversation", c.id, "err", err)
+		s.log.Warn("indexing summaries failed; the reconciler retries", "conversation", c.id, "err", err)
+		s.kickReconciler()
 	} else if c.meta.SummariesIndexed == c.meta.SummaryGen-1 {
 		c.meta.SummariesIndexed = c.meta.SummaryGen
 	}

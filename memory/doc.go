@@ -21,6 +21,13 @@
 // the same status and the same recall answers, without calling a tagger,
 // summariser or splitter for anything recorded.
 //
+// The full-text index keeps watermarks per conversation (turns indexed,
+// summary generation indexed). A background reconciler, one goroutine per
+// store, catches up whatever a write could not index (a failed or
+// cancelled index write, documents a failed flush dropped, an index
+// deleted or left unclean by a crash) without delaying Open; until it has,
+// Recall and FindQuote say they are catching up.
+//
 // Recall assembles, inside a strict cl100k token budget, the summaries and
 // exact past turns that matter for a message.
 package memory

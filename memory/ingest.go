@@ -267,7 +267,18 @@ func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ran
 	for _, m := range metas {
 		c.addTurn(m)
 	}
-	return s.indexTurns(ctx, c, metas[0].Seq, metas[len(metas)-1].Seq)
+	// The turns are stored: a failed index write is the reconciler's to
+	// retry (they stay behind IndexedThrough), not the caller's.
+	replaying := retagged != nil
+	if c.meta.IndexedThrough == metas[0].Seq-1 && (!replaying || len(metas) <= syncIndexTurns) {
+		if err := s.indexTurns(ctx, c, metas[0].Seq, metas[len(metas)-1].Seq); err != nil {
+			s.log.Warn("indexing stored turns failed; the reconciler retries", "conversation", c.id, "err", err)
+			s.kickReconciler()
+		}
+	} else {
+		s.kickReconciler()
+	}
+	return nil
 }
 
 // lastTags returns the tags of the latest non-empty turn at or before seq.
@@ -312,7 +323,7 @@ func (s *Store) indexTurns(ctx context.Context, c *conv, first, last int) error 
 				return fmt.Errorf("index turns %d-%d of %s: %w", lo, hi, c.id, err)
 			}
 		}
-		c.meta.IndexedThrough = hi
+		c.meta.IndexedThrough = max(c.meta.IndexedThrough, hi)
 	}
 	return nil
 }

@@ -176,7 +176,8 @@ func (s *Store) regenerate(ctx context.Context, c *conv, tag string, progress Pr
 		c.tagSums[r.Tag] = r
 	}
 	if err := s.ix.Add(ctx, summaryDocs(c.id, fresh, rollups)); err != nil {
-		s.log.Warn("re-indexing summaries failed; they are stored and will be found by tag", "conversation", c.id, "err", err)
+		s.log.Warn("re-indexing summaries failed; the reconciler retries", "conversation", c.id, "err", err)
+		s.kickReconciler()
 	} else if c.meta.SummariesIndexed == c.meta.SummaryGen-1 {
 		c.meta.SummariesIndexed = c.meta.SummaryGen
 	}

@@ -58,6 +58,8 @@ type Store struct {
 	convs  map[string]*conv
 	closed atomic.Bool
 
+	rec reconciler // catches the derived stores up (reconcile.go)
+
 	// Background embedding (semantic memory); nil channels without an Embedder.
 	kick      chan struct{}
 	embedDone chan struct{}
@@ -154,7 +156,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return fail(err)
 	}
 	ixPath := filepath.Join(opts.Dir, indexDir)
-	ix, err := index.Open(ixPath, nil)
+	ixOpts := &index.Options{OnLost: s.kickReconciler}
+	ix, err := index.Open(ixPath, ixOpts)
 	if errors.Is(err, index.ErrLocked) {
 		return fail(lockedError(opts.Dir))
 	}
@@ -164,10 +167,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if rmErr := os.RemoveAll(ixPath); rmErr != nil {
 			return fail(fmt.Errorf("remove broken index: %w", rmErr))
 		}
-		if ix, err = index.Open(ixPath, nil); err != nil {
+		if ix, err = index.Open(ixPath, ixOpts); err != nil {
 			return fail(fmt.Errorf("open index: %w", err))
 		}
+	}
+	if ix.Created() {
+		// New, or deleted by hand: whatever the watermarks say, it is empty.
 		if err := s.resetIndexed(); err != nil {
+			_ = ix.Close()
 			return fail(err)
 		}
 	}
@@ -175,6 +182,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := s.recover(ctx); err != nil {
 		return fail(err)
 	}
+	s.startReconciler()
 	if opts.Embedder != nil {
 		ectx, cancel := context.WithCancel(context.Background())
 		s.kick, s.embedDone, s.stopEmbed = make(chan struct{}, 1), make(chan struct{}), cancel
@@ -285,6 +293,7 @@ func (s *Store) Close() error {
 		s.stopEmbed()
 		<-s.embedDone
 	}
+	s.stopReconciler()
 	s.mu.Lock()
 	convs := s.convs
 	s.convs = map[string]*conv{}
@@ -412,7 +421,8 @@ func (s *Store) recover(ctx context.Context) error {
 		}); err != nil {
 			return fmt.Errorf("read conversation %s: %w", id, err)
 		}
-		if info.Size() == meta.LogSize && meta.IndexedThrough >= meta.Turns && meta.SummariesIndexed == meta.SummaryGen && !s.decisionsBehind(id, meta) {
+		// A conversation only behind in the index is left to the reconciler.
+		if info.Size() == meta.LogSize && !s.decisionsBehind(id, meta) {
 			continue
 		}
 		if _, err := s.conversation(ctx, id, true); err != nil {
@@ -471,13 +481,18 @@ func (s *Store) replayTail(ctx context.Context, c *conv) error {
 	if err := s.applyReplay(ctx, c); err != nil {
 		return err
 	}
-	if err := s.indexSummaries(ctx, c); err != nil {
-		return err
-	}
-	if c.meta.IndexedThrough < len(c.turns) {
-		if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns)); err != nil {
-			return err
+	// A small gap (a crash tail) is indexed now; a large one (a new or
+	// rebuilt index) by the reconciler, so that Open is not delayed.
+	if gap := len(c.turns) - c.meta.IndexedThrough; gap > syncIndexTurns {
+		s.kickReconciler()
+	} else if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns)); err == nil {
+		if err := s.indexSummaries(ctx, c); err != nil {
+			s.log.Warn("indexing summaries failed; the reconciler retries", "conversation", c.id, "err", err)
+			s.kickReconciler()
 		}
+	} else {
+		s.log.Warn("indexing replayed turns failed; the reconciler retries", "conversation", c.id, "err", err)
+		s.kickReconciler()
 	}
 	return nil
 }
@@ -532,6 +547,9 @@ func Rebuild(ctx context.Context, opts Options, progress Progress) error {
 	s, err := Open(ctx, opts)
 	if err != nil {
 		return err
+	}
+	if err := s.WaitIndexed(ctx); err != nil {
+		return errors.Join(fmt.Errorf("rebuild the index: %w", err), s.Close())
 	}
 	if progress != nil {
 		ids, _ := s.conversationIDs()
