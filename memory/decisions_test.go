@@ -291,3 +291,45 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// A decision made durable just before a crash (its bbolt commit never
+// happened) is applied when the store opens again.
+func TestOpenAppliesDecisionsNotCommitted(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	ingest(t, s, "c", chat(20, t0))
+	st, err := s.Status(context.Background(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := st.Tags[0].Tag
+	c, _ := s.conversation(context.Background(), "c", false)
+	c.mu.Lock()
+	_, err = s.recordDecision(c, decision{Kind: decWorking, Working: []WorkingEntry{{Tag: tag, Depth: DepthFull, Tokens: 42, LastAccess: t0}}})
+	c.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Crash: nothing else reaches vc.db.
+	s.closed.Store(true)
+	s.stopReconciler()
+	_ = s.ix.Close()
+	_ = c.dlog.close()
+	if err := s.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openTest(t, Options{Dir: dir})
+	st2, err := s2.Status(context.Background(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range st2.Tags {
+		if ts.Tag == tag {
+			if ts.Depth != DepthFull {
+				t.Fatalf("tag %s depth %s after reopening, want %s (the recorded decision)", tag, ts.Depth, DepthFull)
+			}
+			return
+		}
+	}
+	t.Fatalf("tag %s gone after reopening", tag)
+}
