@@ -100,8 +100,12 @@ type Options struct {
 	// Open then fails with ErrLocked. Zero means DefaultLockTimeout.
 	LockTimeout time.Duration
 	// Logger receives open/close debug messages and failed background
-	// writes (which also surface as errors from later Adds). Nil discards.
+	// writes. Nil discards.
 	Logger *slog.Logger
+	// OnLost, when set, is called after a failed write dropped documents
+	// that Adds had accepted; TakeLost names them. It runs on the writing
+	// goroutine and must not call the Index (signal another goroutine).
+	OnLost func()
 }
 
 // Index is a full-text index on disk. Its methods are safe for concurrent
@@ -112,10 +116,14 @@ type Index struct {
 	bi     bleve.Index
 
 	// The write buffer (see write.go).
-	pendMu   sync.Mutex
-	pending  *bleve.Batch // nil when empty
-	timer    *time.Timer  // pending background flush, nil if none
-	writeErr error        // a failed background flush; sticky
+	pendMu  sync.Mutex
+	pending *bleve.Batch // nil when empty
+	timer   *time.Timer  // pending background flush, nil if none
+	pendIDs []string     // ids added to pending, for the lost list
+	lost    []string     // ids of added documents a failed write dropped
+	batchFn func(*bleve.Batch) error
+	onLost  func()
+	created bool // Open created the index (it was absent or empty)
 
 	path       string
 	batchSize  int
@@ -144,7 +152,7 @@ func Open(path string, opts *Options) (*Index, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	ix := &Index{path: path, batchSize: o.BatchSize, flushDelay: o.FlushDelay, log: o.Logger}
+	ix := &Index{path: path, batchSize: o.BatchSize, flushDelay: o.FlushDelay, log: o.Logger, onLost: o.OnLost}
 
 	fresh, err := isAbsentOrEmpty(path)
 	if err != nil {
@@ -156,6 +164,8 @@ func Open(path string, opts *Options) (*Index, error) {
 			return nil, fmt.Errorf("index: create %s: %w", path, err)
 		}
 		o.Logger.Debug("index created", "path", path)
+		ix.created = true
+		ix.batchFn = ix.bi.Batch
 		return ix, nil
 	}
 	ix.bi, err = openExisting(path, o.LockTimeout)
@@ -167,8 +177,14 @@ func Open(path string, opts *Options) (*Index, error) {
 	}
 	n, _ := ix.bi.DocCount()
 	o.Logger.Debug("index opened", "path", path, "docs", n)
+	ix.batchFn = ix.bi.Batch
 	return ix, nil
 }
+
+// Created reports whether Open created this index because none was there
+// (a first start, or the directory was deleted): a caller that believed
+// documents were indexed must add them again.
+func (ix *Index) Created() bool { return ix.created }
 
 func isAbsentOrEmpty(path string) (bool, error) {
 	entries, err := os.ReadDir(path)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	bsearch "github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 )
 
@@ -78,6 +79,11 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		req.Fields = append(req.Fields, fieldText)
 		req.IncludeLocations = true
 	}
+	stats, err := ix.bm25Stats()
+	if err != nil {
+		return nil, fmt.Errorf("index: search: %w", err)
+	}
+	req.PreSearchData = map[string]any{bsearch.BM25PreSearchDataKey: stats}
 	res, err := ix.bi.SearchInContext(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("index: search: %w", err)
@@ -228,4 +234,29 @@ func timeBounds(since, until time.Time) (start, end time.Time) {
 		start = minTime
 	}
 	return start, end
+}
+
+// bm25AvgFieldLength is the average field length BM25 normalises by.
+//
+// Bleve estimates it as the sum over index segments of each segment's
+// distinct terms, divided by the document count: a figure that changes
+// with how documents happen to be spread over segments (merges, deleted
+// versions of replaced documents), so the same documents scored
+// differently before and after a rebuild or a background merge. A fixed
+// figure makes scores a function of the documents alone; 2 is what Bleve's
+// estimate settles at on a merged index of conversation turns.
+const bm25AvgFieldLength = 2
+
+// bm25Stats are the corpus statistics handed to Bleve's BM25 scorer.
+func (ix *Index) bm25Stats() (*bsearch.BM25Stats, error) {
+	n, err := ix.bi.DocCount()
+	if err != nil {
+		return nil, err
+	}
+	card := int(n) * bm25AvgFieldLength
+	fields := map[string]int{}
+	for _, f := range []string{fieldText, fieldConversation, fieldKind, fieldSpeaker, fieldRole, fieldTags, fieldTime, fieldSeq} {
+		fields[f] = card
+	}
+	return &bsearch.BM25Stats{DocCount: float64(n), FieldCardinality: fields}, nil
 }

@@ -27,7 +27,7 @@ func (ix *Index) Add(ctx context.Context, docs []Doc) error {
 	}
 	return ix.write(ctx, "add", len(docs), func(b *bleve.Batch, i int) error {
 		return b.Index(docs[i].ID, bleveDoc(docs[i]))
-	})
+	}, func(i int) string { return docs[i].ID })
 }
 
 // Delete removes the documents with the given IDs; unknown IDs are ignored.
@@ -35,12 +35,12 @@ func (ix *Index) Delete(ctx context.Context, ids []string) error {
 	return ix.write(ctx, "delete", len(ids), func(b *bleve.Batch, i int) error {
 		b.Delete(ids[i])
 		return nil
-	})
+	}, nil)
 }
 
 // write puts n changes into the buffer with put, writing the buffer out
 // whenever it is full, and schedules a flush for the rest.
-func (ix *Index) write(ctx context.Context, op string, n int, put func(*bleve.Batch, int) error) error {
+func (ix *Index) write(ctx context.Context, op string, n int, put func(*bleve.Batch, int) error, id func(int) string) error {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.closed {
@@ -49,11 +49,14 @@ func (ix *Index) write(ctx context.Context, op string, n int, put func(*bleve.Ba
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("index: %s: %w", op, err)
 	}
+	lost := false
+	defer func() {
+		if lost && ix.onLost != nil {
+			ix.onLost()
+		}
+	}()
 	ix.pendMu.Lock()
 	defer ix.pendMu.Unlock()
-	if ix.writeErr != nil {
-		return fmt.Errorf("index: %s: %w", op, ix.writeErr)
-	}
 	for i := range n {
 		if ix.pending == nil {
 			ix.pending = ix.bi.NewBatch()
@@ -61,8 +64,12 @@ func (ix *Index) write(ctx context.Context, op string, n int, put func(*bleve.Ba
 		if err := put(ix.pending, i); err != nil {
 			return fmt.Errorf("index: %s: item %d: %w", op, i, err)
 		}
+		if id != nil {
+			ix.pendIDs = append(ix.pendIDs, id(i))
+		}
 		if ix.pending.Size() >= ix.batchSize {
 			if err := ix.flushLocked(); err != nil {
+				lost = true
 				return fmt.Errorf("index: %s: %w", op, err)
 			}
 			if err := ctx.Err(); err != nil && i < n-1 {
@@ -74,6 +81,7 @@ func (ix *Index) write(ctx context.Context, op string, n int, put func(*bleve.Ba
 	case ix.pending == nil:
 	case ix.flushDelay < 0:
 		if err := ix.flushLocked(); err != nil {
+			lost = true
 			return fmt.Errorf("index: %s: %w", op, err)
 		}
 	case ix.timer == nil:
@@ -90,37 +98,57 @@ func (ix *Index) backgroundFlush() {
 		return // Close flushed already
 	}
 	ix.pendMu.Lock()
-	defer ix.pendMu.Unlock()
-	if err := ix.flushLocked(); err != nil {
+	err := ix.flushLocked()
+	ix.pendMu.Unlock()
+	if err != nil {
 		ix.log.Error("index write failed", "path", ix.path, "err", err)
+		if ix.onLost != nil {
+			ix.onLost()
+		}
 	}
 }
 
 // flushLocked writes the buffer to Bleve. The caller holds pendMu and
 // ix.mu (either way). A failure loses the buffered changes, which may be
-// other callers', so it is kept in writeErr and fails every later write.
+// other callers' that were already acknowledged: their ids go to the lost
+// list (TakeLost) for the caller's log to add again. Later writes are not
+// affected.
 func (ix *Index) flushLocked() error {
 	if ix.timer != nil {
 		ix.timer.Stop()
 		ix.timer = nil
 	}
-	b := ix.pending
-	ix.pending = nil
+	b, ids := ix.pending, ix.pendIDs
+	ix.pending, ix.pendIDs = nil, nil
 	if b == nil || b.Size() == 0 {
 		return nil
 	}
-	if err := ix.bi.Batch(b); err != nil {
-		ix.writeErr = fmt.Errorf("write failed, changes lost, rebuild the index: %w", err)
-		return ix.writeErr
+	if err := ix.batchFn(b); err != nil {
+		ix.lost = append(ix.lost, ids...)
+		return fmt.Errorf("write failed, %d added documents lost (TakeLost names them): %w", len(ids), err)
 	}
 	return nil
+}
+
+// TakeLost returns, and forgets, the ids of added documents that failed
+// writes dropped since the last call.
+func (ix *Index) TakeLost() []string {
+	ix.pendMu.Lock()
+	defer ix.pendMu.Unlock()
+	out := ix.lost
+	ix.lost = nil
+	return out
 }
 
 // sync makes buffered changes visible to readers. The caller holds ix.mu.
 func (ix *Index) sync() error {
 	ix.pendMu.Lock()
-	defer ix.pendMu.Unlock()
-	return ix.flushLocked()
+	err := ix.flushLocked()
+	ix.pendMu.Unlock()
+	if err != nil && ix.onLost != nil {
+		ix.onLost()
+	}
+	return err
 }
 
 // Count returns the number of documents in the index.
@@ -151,9 +179,6 @@ func (ix *Index) Close() error {
 	ix.closed = true
 	ix.pendMu.Lock()
 	err := ix.flushLocked()
-	if err == nil {
-		err = ix.writeErr
-	}
 	ix.pendMu.Unlock()
 	if err == nil {
 		err = ix.markClosed()

@@ -139,6 +139,11 @@ type FindQuotePage struct {
 	Quotes []memory.Quote `json:"quotes"`
 	// NextCursor, when set, fetches the next hits (pass it as cursor).
 	NextCursor string `json:"next_cursor,omitempty"`
+	// CatchingUp, IndexedThrough and Note say the full-text index is still
+	// catching up (after a crash or a deleted index): hits may be missing.
+	CatchingUp     bool   `json:"catching_up,omitempty"`
+	IndexedThrough string `json:"indexed_through,omitempty"`
+	Note           string `json:"note,omitempty"`
 }
 
 // findQuotePage asks memory for the hits up to the end of this page plus
@@ -152,5 +157,6 @@ func findQuotePage(ctx context.Context, mem Memory, r findQuoteReq) (FindQuotePa
 		return FindQuotePage{}, err
 	}
 	quotes, next := page(res.Quotes, r.offset, n, "find_quote", r.hash)
-	return FindQuotePage{Query: res.Query, Quotes: quotes, NextCursor: next}, nil
+	return FindQuotePage{Query: res.Query, Quotes: quotes, NextCursor: next,
+		CatchingUp: res.CatchingUp, IndexedThrough: res.IndexedThrough, Note: res.Note}, nil
 }

@@ -139,6 +139,9 @@ func findQuoteTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
 				return nil, err
 			}
 			text := renderQuotes(memory.FindQuoteResult{Query: res.Query, Quotes: res.Quotes})
+			if res.Note != "" {
+				text = res.Note + "\n" + text
+			}
 			if res.NextCursor != "" {
 				text += fmt.Sprintf("\nMore hits: call find_quote again with the same arguments and cursor %q.", res.NextCursor)
 			}

@@ -139,6 +139,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now returns the current time (tests); default time.Now.
 	Now func() time.Time
+
+	// holdReconciler, in tests, keeps the reconciler from starting until
+	// it is closed.
+	holdReconciler <-chan struct{}
 }
 
 // Message is one message as a client sends it. Content is a JSON string or
@@ -229,6 +233,12 @@ type RecallResult struct {
 	Signals []string `json:"signals"`
 	// Included says why each item is in the context (request transparency).
 	Included []Inclusion `json:"included"`
+	// CatchingUp is set while the search index is behind the stored turns
+	// (after a restart, a rebuild or a failed write): results may be
+	// partial, and Text says so. IndexedThrough is then the last turn
+	// searchable (one conversation only).
+	CatchingUp     bool   `json:"catching_up,omitempty"`
+	IndexedThrough string `json:"indexed_through,omitempty"`
 }
 
 // Include modes, after how an item enters a context: pinned ("always":
@@ -361,6 +371,11 @@ type LogRef struct {
 type FindQuoteResult struct {
 	Query  string  `json:"query"`
 	Quotes []Quote `json:"quotes"`
+	// CatchingUp, IndexedThrough and Note say that the search index is
+	// behind the stored turns, so some may be missing (see RecallResult).
+	CatchingUp     bool   `json:"catching_up,omitempty"`
+	IndexedThrough string `json:"indexed_through,omitempty"`
+	Note           string `json:"note,omitempty"`
 }
 
 // Status describes one conversation's memory (domain_status).

@@ -75,6 +75,17 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 	meta := c.meta
 	meta.CompactedThrough = through
 	freedFull, summaryTokens := 0, 0
+	dec := decision{Kind: decCompact, Through: through, Segments: make([]segmentRec, len(plans)), TagSums: make([]tagSummaryRec, len(rollups))}
+	for i := range plans {
+		dec.Segments[i] = plans[i].rec
+	}
+	for i, r := range rollups {
+		dec.TagSums[i] = *r
+	}
+	if meta.DecisionsSize, err = s.recordDecision(c, dec); err != nil {
+		return res, err
+	}
+	meta.SummaryGen++
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		b, err := convBucket(tx, c.id)
 		if err != nil {
@@ -124,7 +135,10 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 		c.active += c.turns[seq-1].Tokens
 	}
 	if err := s.ix.Add(ctx, docs); err != nil {
-		s.log.Warn("indexing summaries failed; they are stored and will be found by tag", "conversation", c.id, "err", err)
+		s.log.Warn("indexing summaries failed; the reconciler retries", "conversation", c.id, "err", err)
+		s.kickReconciler()
+	} else if c.meta.SummariesIndexed == c.meta.SummaryGen-1 {
+		c.meta.SummariesIndexed = c.meta.SummaryGen
 	}
 	s.notifyCompacted(c, fresh, rollups)
 	res.segments = len(plans)

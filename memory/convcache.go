@@ -185,6 +185,16 @@ func (s *Store) unload(convs []*conv) {
 		if err := c.log.release(); err != nil {
 			s.log.Warn("closing an unloaded conversation's log failed", "conversation", c.id, "err", err)
 		}
+		// Writers pin what they load, so no decision is being appended; the
+		// next writer reopens the decisions log. Closing syncs pending tags.
+		c.mu.Lock()
+		if c.dlog != nil {
+			if err := c.dlog.close(); err != nil {
+				s.log.Warn("closing an unloaded conversation's decisions log failed", "conversation", c.id, "err", err)
+			}
+			c.dlog = nil
+		}
+		c.mu.Unlock()
 	}
 }
 
@@ -223,26 +233,45 @@ func (s *Store) load(ctx context.Context, id, path string) (*conv, error) {
 	if c.meta.Created.IsZero() {
 		c.meta.Created = s.now().UTC()
 	}
-	// Turns the index lacks before the tail (an index rebuilt after a crash
-	// with a torn tail): index them first, or folding the tail in would move
-	// the watermark past them.
-	if c.meta.IndexedThrough < len(c.turns) {
-		if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns)); err != nil {
-			_ = l.close()
-			return nil, err
-		}
+	// Decisions the store has not applied yet (vc.db missing or behind the
+	// derived-decisions log) give the replayed turns their recorded tags.
+	if c.replay, err = s.loadReplay(c); err != nil {
+		_ = l.close()
+		return nil, err
 	}
+	defer func() { c.replay = nil }()
 	if err := s.reconcileLog(ctx, c); err != nil {
 		_ = l.close()
 		return nil, err
 	}
-	if c.meta.IndexedThrough < len(c.turns) {
-		if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns)); err != nil {
-			_ = l.close()
-			return nil, err
-		}
+	if err := s.applyReplay(ctx, c); err != nil {
+		_ = l.close()
+		return nil, err
 	}
+	s.catchUpIndex(ctx, c)
 	return c, nil
+}
+
+// catchUpIndex indexes a small gap (a crash tail) now and leaves a large one
+// (a new or rebuilt index) to the reconciler, so that loading is not delayed.
+// Turns are indexed only contiguously from the watermark, so a gap before a
+// replayed tail is never skipped.
+func (s *Store) catchUpIndex(ctx context.Context, c *conv) {
+	if gap := len(c.turns) - c.meta.IndexedThrough; gap <= 0 {
+		return
+	} else if gap > syncIndexTurns {
+		s.kickReconciler()
+		return
+	}
+	if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns)); err != nil {
+		s.log.Warn("indexing replayed turns failed; the reconciler retries", "conversation", c.id, "err", err)
+		s.kickReconciler()
+		return
+	}
+	if err := s.indexSummaries(ctx, c); err != nil {
+		s.log.Warn("indexing summaries failed; the reconciler retries", "conversation", c.id, "err", err)
+		s.kickReconciler()
+	}
 }
 
 // loadedConvs returns the conversations loaded now.

@@ -323,16 +323,12 @@ func (s *Store) tagBatch(ctx context.Context, convID string, ins []turnInput, sn
 // records' tags, or nil to tag them here (replaying a log at open). c.mu
 // must be held for writing.
 func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ranges [][2]int64, logEnd int64, tagged []tagging.Result) error {
+	var retagged []int // records whose tags are new decisions; nil = all
 	if tagged == nil {
-		ins := make([]turnInput, len(recs))
-		for i, r := range recs {
-			ins[i] = turnInput{Text: r.Content, Role: r.Role, Name: r.Name}
+		tagged, retagged = s.tagsForReplay(ctx, c, recs)
+		if retagged == nil {
+			retagged = []int{}
 		}
-		snap := tagSnapshot{vocab: make(map[string]int, len(c.vocab)), aliases: c.meta.Aliases, prevTags: c.lastTags(len(c.turns))}
-		for k, v := range c.vocab {
-			snap.vocab[k] = v
-		}
-		tagged = s.tagBatch(ctx, c.id, ins, snap)
 	}
 	metas := make([]turnMeta, len(recs))
 	prevSession, prevWhen := 0, time.Time{}
@@ -368,6 +364,11 @@ func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ran
 		metas[i] = m
 	}
 	meta := c.meta
+	if end, err := s.recordTurnTags(c, metas, retagged); err != nil {
+		return err
+	} else if end > 0 && c.replay == nil {
+		meta.DecisionsSize = end
+	}
 	meta.LogSize = logEnd
 	meta.Turns = len(c.turns) + len(recs)
 	meta.Updated = s.now().UTC()
@@ -390,7 +391,18 @@ func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ran
 	for _, m := range metas {
 		c.addTurn(m)
 	}
-	return s.indexTurns(ctx, c, metas[0].Seq, metas[len(metas)-1].Seq)
+	// The turns are stored: a failed index write is the reconciler's to
+	// retry (they stay behind IndexedThrough), not the caller's.
+	replaying := retagged != nil
+	if c.meta.IndexedThrough == metas[0].Seq-1 && (!replaying || len(metas) <= syncIndexTurns) {
+		if err := s.indexTurns(ctx, c, metas[0].Seq, metas[len(metas)-1].Seq); err != nil {
+			s.log.Warn("indexing stored turns failed; the reconciler retries", "conversation", c.id, "err", err)
+			s.kickReconciler()
+		}
+	} else {
+		s.kickReconciler()
+	}
+	return nil
 }
 
 // lastTags returns the tags of the latest non-empty turn at or before seq.
@@ -440,7 +452,7 @@ func (s *Store) indexTurns(ctx context.Context, c *conv, first, last int) error 
 				return fmt.Errorf("index turns %d-%d of %s: %w", lo, hi, c.id, err)
 			}
 		}
-		c.meta.IndexedThrough = hi
+		c.meta.IndexedThrough = max(c.meta.IndexedThrough, hi)
 	}
 	return nil
 }

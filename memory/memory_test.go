@@ -316,31 +316,6 @@ func TestExpandCollapse(t *testing.T) {
 	}
 }
 
-func TestRebuildGivesSameAnswers(t *testing.T) {
-	dir := t.TempDir()
-	s := openTest(t, Options{Dir: dir})
-	ingest(t, s, "c", chat(60, t0))
-	req := RecallRequest{ConversationID: "c", Message: "the Go scheduler bug with GOMAXPROCS", MaxTokens: 400}
-	before, err := s.Recall(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := Rebuild(context.Background(), Options{Dir: dir}, nil); err != nil {
-		t.Fatalf("Rebuild: %v", err)
-	}
-	s2 := openTest(t, Options{Dir: dir})
-	after, err := s2.Recall(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if before.Text != after.Text {
-		t.Fatalf("recall changed after rebuild:\n%s\n---\n%s", before.Text, after.Text)
-	}
-}
-
 func TestRecoverFromCrashTail(t *testing.T) {
 	dir := t.TempDir()
 	s := openTest(t, Options{Dir: dir})

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -87,13 +88,15 @@ func (s *Store) Expand(ctx context.Context, req ExpandRequest) (ExpandResult, er
 	res.Text = strings.TrimRight(b.String(), "\n")
 	res.Tokens = s.tok.Count(res.Text)
 
-	// Record the working-set change.
+	// Record the working-set change: durably first, then in memory.
 	now := s.now().UTC()
-	c.working[tag] = WorkingEntry{Tag: tag, Depth: req.Depth, Tokens: res.Tokens, LastAccess: now}
-	res.Evicted = c.evict(tag)
-	if err := s.saveWorking(c); err != nil {
+	working := maps.Clone(c.working)
+	working[tag] = WorkingEntry{Tag: tag, Depth: req.Depth, Tokens: res.Tokens, LastAccess: now}
+	evicted := evict(working, c.tagSums, tag)
+	if err := s.saveWorking(c, working); err != nil {
 		return res, err
 	}
+	res.Evicted = evicted
 	res.WorkingSet = c.workingList()
 	return res, nil
 }
@@ -158,18 +161,19 @@ func (s *Store) Collapse(ctx context.Context, req CollapseRequest) (CollapseResu
 	res.Tag, res.Depth = tag, req.Depth
 	before := c.working[tag].Tokens
 	after := 0
+	working := maps.Clone(c.working)
 	if req.Depth == DepthSummary {
 		if ts, ok := c.tagSums[tag]; ok {
 			after = ts.Tokens
 		}
-		c.working[tag] = WorkingEntry{Tag: tag, Depth: DepthSummary, Tokens: after, LastAccess: s.now().UTC()}
+		working[tag] = WorkingEntry{Tag: tag, Depth: DepthSummary, Tokens: after, LastAccess: s.now().UTC()}
 	} else {
-		delete(c.working, tag)
+		delete(working, tag)
 	}
-	res.TokensFreed = max(0, before-after)
-	if err := s.saveWorking(c); err != nil {
+	if err := s.saveWorking(c, working); err != nil {
 		return res, err
 	}
+	res.TokensFreed = max(0, before-after)
 	res.WorkingSet = c.workingList()
 	return res, nil
 }
@@ -205,17 +209,17 @@ func (c *conv) findTag(name string) (string, error) {
 	return "", fmt.Errorf("%w: no tag %q in conversation %q; %s", ErrNotFound, name, c.id, hint)
 }
 
-// evict collapses the least recently used expanded topics (never keep) to
-// their summaries until the working set fits its budget.
-func (c *conv) evict(keep string) []string {
+// evict collapses the least recently used expanded topics of working
+// (never keep) to their summaries until it fits its budget.
+func evict(working map[string]WorkingEntry, tagSums map[string]*tagSummaryRec, keep string) []string {
 	evicted := []string{}
 	total := 0
-	for _, w := range c.working {
+	for _, w := range working {
 		total += w.Tokens
 	}
 	for total > workingSetBudget {
 		var coldest *WorkingEntry
-		for tag, w := range c.working {
+		for tag, w := range working {
 			if tag == keep || w.Depth == DepthSummary || w.Depth == DepthNone {
 				continue
 			}
@@ -228,11 +232,11 @@ func (c *conv) evict(keep string) []string {
 			break
 		}
 		after := 0
-		if ts, ok := c.tagSums[coldest.Tag]; ok {
+		if ts, ok := tagSums[coldest.Tag]; ok {
 			after = ts.Tokens
 		}
 		total -= coldest.Tokens - after
-		c.working[coldest.Tag] = WorkingEntry{Tag: coldest.Tag, Depth: DepthSummary, Tokens: after, LastAccess: coldest.LastAccess}
+		working[coldest.Tag] = WorkingEntry{Tag: coldest.Tag, Depth: DepthSummary, Tokens: after, LastAccess: coldest.LastAccess}
 		evicted = append(evicted, coldest.Tag)
 	}
 	return evicted
@@ -252,27 +256,53 @@ func (c *conv) workingList() []WorkingEntry {
 	return out
 }
 
-// saveWorking persists the working set (replacing it whole). c.mu is held.
-func (s *Store) saveWorking(c *conv) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+// saveWorking makes working the conversation's working set: recorded in
+// the decisions log, committed to bbolt, then in memory, so that a failure
+// leaves the previous set everywhere. c.mu is held for writing.
+func (s *Store) saveWorking(c *conv, working map[string]WorkingEntry) error {
+	list := make([]WorkingEntry, 0, len(working))
+	for _, w := range working {
+		list = append(list, w)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Tag < list[j].Tag })
+	end, err := s.recordDecision(c, decision{Kind: decWorking, Working: list})
+	if err != nil {
+		return err
+	}
+	meta := c.meta
+	meta.DecisionsSize = end
+	err = s.db.Update(func(tx *bolt.Tx) error {
 		b, err := convBucket(tx, c.id)
 		if err != nil {
 			return err
 		}
-		if err := b.DeleteBucket(bucketWorking); err != nil {
-			return fmt.Errorf("reset working set: %w", err)
+		if err := putWorking(b, working); err != nil {
+			return err
 		}
-		wb, err := b.CreateBucket(bucketWorking)
-		if err != nil {
-			return fmt.Errorf("create working set: %w", err)
-		}
-		for tag, w := range c.working {
-			if err := putJSON(wb, []byte(tag), w); err != nil {
-				return err
-			}
-		}
-		return nil
+		return putMeta(tx, meta)
 	})
+	if err != nil {
+		return fmt.Errorf("save working set of %s: %w", c.id, err)
+	}
+	c.meta, c.working = meta, working
+	return nil
+}
+
+// putWorking replaces the working-set bucket of a conversation bucket.
+func putWorking(b *bolt.Bucket, working map[string]WorkingEntry) error {
+	if err := b.DeleteBucket(bucketWorking); err != nil {
+		return fmt.Errorf("reset working set: %w", err)
+	}
+	wb, err := b.CreateBucket(bucketWorking)
+	if err != nil {
+		return fmt.Errorf("create working set: %w", err)
+	}
+	for tag, w := range working {
+		if err := putJSON(wb, []byte(tag), w); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // lockTopic loads a conversation, takes its write lock and resolves a tag

@@ -60,6 +60,9 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 	if words := strings.Fields(strings.Trim(query, `"'“”`)); len(words) > 1 && len(words) <= 12 {
 		iq.Phrases = []string{strings.Join(words, " ")}
 	}
+	if res.CatchingUp, res.IndexedThrough = catchingUp(convs); res.CatchingUp {
+		res.Note = catchingUpNote(res.IndexedThrough)
+	}
 	hits, err := s.ix.Search(ctx, iq)
 	if err != nil {
 		return res, fmt.Errorf("search: %w", err)

@@ -91,8 +91,12 @@ func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, er
 		return res, err
 	}
 	res.MatchedTags, res.Signals = matched, signals
-	a := s.assemble(convs, ranked, matched, q, budget, len(convs) > 1)
-	res.Text, res.Tokens = a.text, a.tokens
+	note := ""
+	if res.CatchingUp, res.IndexedThrough = catchingUp(convs); res.CatchingUp {
+		note = "\n" + catchingUpNote(res.IndexedThrough)
+	}
+	a := s.assemble(convs, ranked, matched, q, budget-s.tok.Count(note), len(convs) > 1)
+	res.Text, res.Tokens = a.text+note, s.tok.Count(a.text+note)
 	res.TurnIDs, res.Summaries, res.Breakdown, res.Included = a.turnIDs, a.summaries, a.breakdown, a.included
 	res.Breakdown.Budget = budget
 	return res, nil

@@ -137,9 +137,24 @@ func (s *Store) regenerate(ctx context.Context, c *conv, tag string, progress Pr
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	dec := decision{Kind: decSummaries, Segments: make([]segmentRec, len(fresh)), TagSums: make([]tagSummaryRec, len(rollups))}
+	for i, r := range fresh {
+		dec.Segments[i] = *r
+	}
+	for i, r := range rollups {
+		dec.TagSums[i] = *r
+	}
+	meta := c.meta
+	if meta.DecisionsSize, err = s.recordDecision(c, dec); err != nil {
+		return 0, 0, err
+	}
+	meta.SummaryGen++
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		b, err := convBucket(tx, c.id)
 		if err != nil {
+			return err
+		}
+		if err := putMeta(tx, meta); err != nil {
 			return err
 		}
 		sb, rb := b.Bucket(bucketSegments), b.Bucket(bucketTagSums)
@@ -158,6 +173,7 @@ func (s *Store) regenerate(ctx context.Context, c *conv, tag string, progress Pr
 	if err != nil {
 		return 0, 0, fmt.Errorf("commit: %w", err)
 	}
+	c.meta = meta
 	for _, r := range fresh {
 		c.segs[r.ID-1] = r
 	}
@@ -165,7 +181,10 @@ func (s *Store) regenerate(ctx context.Context, c *conv, tag string, progress Pr
 		c.tagSums[r.Tag] = r
 	}
 	if err := s.ix.Add(ctx, summaryDocs(c.id, fresh, rollups)); err != nil {
-		s.log.Warn("re-indexing summaries failed; they are stored and will be found by tag", "conversation", c.id, "err", err)
+		s.log.Warn("re-indexing summaries failed; the reconciler retries", "conversation", c.id, "err", err)
+		s.kickReconciler()
+	} else if c.meta.SummariesIndexed == c.meta.SummaryGen-1 {
+		c.meta.SummariesIndexed = c.meta.SummaryGen
 	}
 	return len(fresh), len(rollups), nil
 }

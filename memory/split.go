@@ -92,6 +92,10 @@ func (s *Store) maybeSplit(ctx context.Context, c *conv) error {
 			}
 		}
 	}
+	sp := &splitRec{Tag: req.Tag, Count: req.Count, Turns: changed, Aliases: meta.Aliases}
+	if meta.DecisionsSize, err = s.recordDecision(c, decision{Kind: decSplit, Split: sp}); err != nil {
+		return err
+	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		b, err := convBucket(tx, c.id)
 		if err != nil {
@@ -111,20 +115,15 @@ func (s *Store) maybeSplit(ctx context.Context, c *conv) error {
 		return fmt.Errorf("commit split of %q in %s: %w", req.Tag, c.id, err)
 	}
 	c.meta = meta
-	s.notifySplit(c, req.Tag, changed)
+	s.notifySplit(c, req.Tag, changed) // before addTags: it names the tags the split adds
+	seqs = seqs[:0]
 	for seq, tags := range changed {
-		t := c.turn(seq)
-		for _, tag := range tags[len(t.Tags):] {
-			c.learnWords(tag)
-			c.vocab[tag]++
-			list := c.tagSeqs[tag]
-			i := sort.SearchInts(list, seq)
-			c.tagSeqs[tag] = append(list[:i], append([]int{seq}, list[i:]...)...)
-		}
-		t.Tags = tags
-		if err := s.indexTurns(ctx, c, seq, seq); err != nil {
-			s.log.Warn("re-indexing split turn failed", "conversation", c.id, "turn", seq, "err", err)
-		}
+		c.addTags(seq, tags)
+		seqs = append(seqs, seq)
+	}
+	sort.Ints(seqs)
+	if err := s.indexSeqs(ctx, c, seqs); err != nil {
+		s.log.Warn("re-indexing split turns failed; the reconciler retries", "conversation", c.id, "turns", len(seqs), "err", err)
 	}
 	s.log.Info("split tag", "conversation", c.id, "tag", req.Tag, "subtags", len(valid), "turns", len(changed))
 	return nil

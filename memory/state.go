@@ -59,6 +59,13 @@ type convMeta struct {
 	// SplitChecked records each tag's turn count when last offered to the
 	// splitter.
 	SplitChecked map[string]int `json:"split_checked,omitempty"`
+	// DecisionsSize is how many bytes of the derived-decisions log are
+	// reflected here (like LogSize for the master log).
+	DecisionsSize int64 `json:"decisions_size,omitempty"`
+	// SummaryGen counts changes to the conversation's summaries;
+	// SummariesIndexed is the generation the full-text index holds.
+	SummaryGen       int `json:"summary_gen,omitempty"`
+	SummariesIndexed int `json:"summaries_indexed,omitempty"`
 }
 
 // turnMeta is the index entry for one turn of a master log.
@@ -137,6 +144,8 @@ type conv struct {
 
 	id        string
 	log       *masterLog
+	dlog      *decisionLog    // derived decisions; nil until the first one
+	replay    *decisionReplay // pending decisions while replayTail runs
 	meta      convMeta
 	turns     []turnMeta          // turns[seq-1]
 	ids       map[string]int      // client message id -> seq

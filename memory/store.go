@@ -87,6 +87,8 @@ type Store struct {
 	closed  atomic.Bool
 	watch   watchers // Watch channels (events.go)
 
+	rec reconciler // catches the derived stores up (reconcile.go)
+
 	// Background embedding (semantic memory); nil channels without an Embedder.
 	kick      chan struct{}
 	embedDone chan struct{}
@@ -187,7 +189,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return fail(err)
 	}
 	ixPath := filepath.Join(opts.Dir, indexDir)
-	ix, err := index.Open(ixPath, nil)
+	ixOpts := &index.Options{OnLost: s.kickReconciler}
+	ix, err := index.Open(ixPath, ixOpts)
 	if errors.Is(err, index.ErrLocked) {
 		return fail(lockedError(opts.Dir))
 	}
@@ -197,10 +200,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if rmErr := os.RemoveAll(ixPath); rmErr != nil {
 			return fail(fmt.Errorf("remove broken index: %w", rmErr))
 		}
-		if ix, err = index.Open(ixPath, nil); err != nil {
+		if ix, err = index.Open(ixPath, ixOpts); err != nil {
 			return fail(fmt.Errorf("open index: %w", err))
 		}
+	}
+	if ix.Created() {
+		// New, or deleted by hand: whatever the watermarks say, it is empty.
 		if err := s.resetIndexed(); err != nil {
+			_ = ix.Close()
 			return fail(err)
 		}
 	}
@@ -211,6 +218,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := s.recover(ctx); err != nil {
 		return fail(err)
 	}
+	s.startReconciler()
 	if opts.Embedder != nil {
 		ectx, cancel := context.WithCancel(context.Background())
 		s.kick, s.embedDone, s.stopEmbed = make(chan struct{}, 1), make(chan struct{}), cancel
@@ -285,7 +293,7 @@ func (s *Store) resetIndexed() error {
 			if err := json.Unmarshal(v, &m); err != nil {
 				return err
 			}
-			m.IndexedThrough = 0
+			m.IndexedThrough, m.SummariesIndexed = 0, -1
 			metas = append(metas, m)
 			return nil
 		}); err != nil {
@@ -362,6 +370,7 @@ func (s *Store) Close() error {
 		s.stopEmbed()
 		<-s.embedDone
 	}
+	s.stopReconciler()
 	s.mu.Lock()
 	for s.ops > 0 {
 		s.idle.Wait()
@@ -398,6 +407,11 @@ func (s *Store) Close() error {
 	for _, c := range convs {
 		if err := c.log.close(); err != nil {
 			errs = append(errs, err)
+		}
+		if c.dlog != nil {
+			if err := c.dlog.close(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if err := s.ix.Close(); err != nil {
@@ -456,7 +470,8 @@ func (s *Store) recover(ctx context.Context) error {
 		}); err != nil {
 			return fmt.Errorf("read conversation %s: %w", id, err)
 		}
-		if info.Size() == meta.LogSize && meta.IndexedThrough >= meta.Turns {
+		// A conversation only behind in the index is left to the reconciler.
+		if info.Size() == meta.LogSize && !s.decisionsBehind(id, meta) {
 			continue
 		}
 		if _, err := s.conversation(ctx, id, true); err != nil {
@@ -488,8 +503,10 @@ func (s *Store) conversationIDs() ([]string, error) {
 }
 
 // Rebuild deletes the derived bbolt file and Bleve index of opts.Dir and
-// recreates them from the master logs. The directory must not be open.
-// Working-set state is derived too and starts empty.
+// recreates them from the master logs and the derived-decisions logs:
+// tags, segments, summaries, splits, aliases and the working set come back
+// as they were, and no tagger, summariser or splitter is called for
+// anything recorded. The directory must not be open.
 func Rebuild(ctx context.Context, opts Options, progress Progress) error {
 	opts.setDefaults()
 	if opts.Dir == "" {
@@ -514,6 +531,9 @@ func Rebuild(ctx context.Context, opts Options, progress Progress) error {
 	s, err := Open(ctx, opts)
 	if err != nil {
 		return err
+	}
+	if err := s.WaitIndexed(ctx); err != nil {
+		return errors.Join(fmt.Errorf("rebuild the index: %w", err), s.Close())
 	}
 	if progress != nil {
 		ids, _ := s.conversationIDs()

@@ -84,6 +84,21 @@ type ScaleRow struct {
 	Needles         int `json:"needles"`
 	// QuoteHits counts find_quote calls that returned at least one quote.
 	QuoteHits int `json:"find_quote_hits"`
+	// BM25 times a plain in-memory BM25 search (inverted index, top 10,
+	// rendered as text) over the same turns and the same recall queries,
+	// in the same process and run: the floor a recall is compared with.
+	BM25 Latency `json:"bm25_search"`
+	// RecallOverBM25 is recall p50 / BM25 p50.
+	RecallOverBM25 float64 `json:"recall_over_bm25_p50"`
+	// RawTextBytes is the turns' content; DiskRatio is DiskBytes over it.
+	RawTextBytes int64   `json:"raw_text_bytes"`
+	DiskRatio    float64 `json:"disk_ratio"`
+	// DiskParts splits DiskBytes by top-level entry of the data directory.
+	DiskParts map[string]int64 `json:"disk_parts"`
+	// InitializeAfterCrash times initialize after the previous server was
+	// killed (SIGKILL) once it had answered: the index was left open.
+	InitializeAfterCrash      Latency `json:"initialize_after_crash"`
+	InitializeAfterCrashError string  `json:"initialize_after_crash_error,omitempty"`
 }
 
 // Growth compares two consecutive sizes: each ratio is larger/smaller, and
@@ -179,6 +194,20 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, n int) (ScaleRow, error) {
 		bar.add(1)
 	}
 	row.Recall = latencyOf(ms)
+	docs := make([]string, n)
+	for i := range docs {
+		docs[i] = syn.Turns[i].Content
+		row.RawTextBytes += int64(len(docs[i]))
+	}
+	base := NewBM25Search(docs)
+	ms = ms[:0]
+	for _, q := range recallQ {
+		start := time.Now()
+		_ = base.Answer(q, 10)
+		ms = append(ms, msSince(start))
+	}
+	row.BM25 = latencyOf(ms)
+	row.RecallOverBM25 = ratio(row.Recall.P50, row.BM25.P50)
 	bar.label(fmt.Sprintf("%d turns: find_quote", n))
 	ms = ms[:0]
 	for _, q := range quoteQ {
@@ -216,6 +245,11 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, n int) (ScaleRow, error) {
 		return row, err
 	}
 	row.DiskBytesPerTurn = float64(row.DiskBytes) / float64(n)
+	row.DiskRatio = ratio(float64(row.DiskBytes), float64(row.RawTextBytes))
+	if row.DiskParts, err = dirParts(filepath.Join(dir, "big")); err != nil {
+		bar.done()
+		return row, err
+	}
 
 	small := min(n, cfg.SmallBatchTurns)
 	bar.label(fmt.Sprintf("%d turns: ingest, %d per call (%d turns)", n, cfg.SmallBatch, small))
@@ -243,8 +277,78 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, n int) (ScaleRow, error) {
 			runs = append(runs, float64(d.Microseconds())/1000)
 		}
 		row.Initialize = latencyOf(runs)
+		runs = runs[:0]
+		for range 5 {
+			if err := CrashServe(ctx, cfg.Binary, filepath.Join(dir, "big")); err != nil {
+				row.InitializeAfterCrashError = err.Error()
+				break
+			}
+			d, err := TimeInitialize(ctx, cfg.Binary, filepath.Join(dir, "big"))
+			if err != nil {
+				row.InitializeAfterCrashError = err.Error()
+				break
+			}
+			runs = append(runs, float64(d.Microseconds())/1000)
+		}
+		row.InitializeAfterCrash = latencyOf(runs)
 	}
 	return row, nil
+}
+
+// CrashServe starts "binary serve" on dir, waits for its initialize answer
+// and kills it with SIGKILL, leaving the data directory as a crash does.
+func CrashServe(ctx context.Context, binary, dir string) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "serve", "--data-dir", dir)
+	cmd.Env = append(os.Environ(), "VC_DATA_DIR="+dir)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return fmt.Errorf("stdin pipe: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("stdout pipe: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", binary, err)
+	}
+	defer stdin.Close()
+	if _, err := io.WriteString(stdin, initializeRequest); err != nil {
+		_ = cmd.Process.Kill()
+		return errors.Join(fmt.Errorf("send initialize: %w", err), cmd.Wait())
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	answered := false
+	for !answered && sc.Scan() {
+		answered = strings.Contains(sc.Text(), `"id":1`)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		return fmt.Errorf("kill: %w", err)
+	}
+	_ = cmd.Wait() // "signal: killed" is the point
+	if !answered {
+		return fmt.Errorf("%s answered no initialize before the kill", binary)
+	}
+	return nil
+}
+
+// dirParts measures each top-level entry of dir.
+func dirParts(dir string) (map[string]int64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("measure %s: %w", dir, err)
+	}
+	out := map[string]int64{}
+	for _, e := range entries {
+		n, err := dirBytes(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		out[e.Name()] = n
+	}
+	return out, nil
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
@@ -455,6 +559,27 @@ func (r *ScaleReport) WriteMarkdown(w io.Writer) error {
 			row.Turns, strings.Join(rates, "; "), row.Recall.P50, row.Recall.P95, row.Recall.P99,
 			row.FindQuote.P50, row.FindQuote.P95, row.FindQuote.P99, row.DiskBytesPerTurn,
 			float64(row.PeakRSSBytes)/(1<<20), init, row.NeedlesRecalled, row.Needles, row.QuoteHits, row.FindQuote.N)
+	}
+	b.WriteString("\nAgainst the targets (recall and BM25 in the same process over the same turns and queries; disk over raw text):\n\n")
+	b.WriteString("| turns | recall p50/p99 ms | plain BM25 p50/p99 ms | recall/BM25 p50 | disk / raw text | disk parts MB | initialize clean / after kill -9 p50 ms |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
+	for _, row := range r.Rows {
+		var parts []string
+		for _, k := range []string{"logs", "decisions", "vc.db", "index.bleve"} {
+			if v, ok := row.DiskParts[k]; ok {
+				parts = append(parts, fmt.Sprintf("%s %.1f", k, float64(v)/(1<<20)))
+			}
+		}
+		crash := fmt.Sprintf("%.1f", row.InitializeAfterCrash.P50)
+		if row.InitializeAfterCrashError != "" {
+			crash = "error: " + strings.ReplaceAll(tail(row.InitializeAfterCrashError, 120), "|", "/")
+		} else if row.InitializeAfterCrash.N == 0 {
+			crash = "not measured"
+		}
+		fmt.Fprintf(&b, "| %d | %.2f / %.2f | %.2f / %.2f | %.2f | %.1fx (%.1f MB / %.1f MB) | %s | %.1f / %s |\n",
+			row.Turns, row.Recall.P50, row.Recall.P99, row.BM25.P50, row.BM25.P99, row.RecallOverBM25,
+			row.DiskRatio, float64(row.DiskBytes)/(1<<20), float64(row.RawTextBytes)/(1<<20), strings.Join(parts, ", "),
+			row.Initialize.P50, crash)
 	}
 	if len(r.Growth) > 0 {
 		b.WriteString("\nGrowth between sizes (ratio larger/smaller; exponent = log(ratio)/log(size ratio), 1 = linear):\n\n")

@@ -55,6 +55,9 @@ func TestTimeInitialize(t *testing.T) {
 	if _, err := TimeInitialize(context.Background(), "/nonexistent/vc-mcp", t.TempDir()); err == nil {
 		t.Errorf("TimeInitialize on a missing binary: nil error, want one")
 	}
+	if err := CrashServe(context.Background(), os.Args[0], t.TempDir()); err != nil {
+		t.Errorf("CrashServe: %v", err)
+	}
 }
 
 func TestRunScaleWithFakeEngine(t *testing.T) {
@@ -85,6 +88,12 @@ func TestRunScaleWithFakeEngine(t *testing.T) {
 		if row.Needles == 0 || row.NeedlesRecalled != row.Needles {
 			t.Errorf("%d turns: needles %d/%d, want all", row.Turns, row.NeedlesRecalled, row.Needles)
 		}
+		if row.BM25.N != 20 || row.RecallOverBM25 <= 0 {
+			t.Errorf("%d turns: %d BM25 baseline timings, ratio %v; want 20, > 0", row.Turns, row.BM25.N, row.RecallOverBM25)
+		}
+		if row.RawTextBytes <= 0 || row.DiskParts == nil { // the fake engine writes nothing
+			t.Errorf("%d turns: raw text %d bytes, parts %v", row.Turns, row.RawTextBytes, row.DiskParts)
+		}
 	}
 	if g := rep.Growth[0]; g.SizeRatio != 2 || g.From != 200 || g.To != 400 {
 		t.Errorf("growth %+v", g)
@@ -96,7 +105,7 @@ func TestRunScaleWithFakeEngine(t *testing.T) {
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| 200 |", "| 400 |", "200 -> 400", "not measured"} {
+	for _, want := range []string{"| 200 |", "| 400 |", "200 -> 400", "not measured", "plain BM25 p50/p99 ms"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}

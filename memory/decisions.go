@@ -1,0 +1,618 @@
+package memory
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/vc-mcp/vc-mcp/memory/tagging"
+	bolt "go.etcd.io/bbolt"
+)
+
+// The derived-decisions log: one append-only file per conversation beside
+// its master log (decisions/<id>.log) recording every decision the store
+// made about the master log that cannot be remade for free: the tagger's
+// tags for each turn, compaction boundaries with their segment and tag
+// summaries (method and version included), summary regenerations, tag
+// splits with their aliases, and working-set changes. The master logs plus
+// these logs are the durable inputs: vc.db and index.bleve are a function of
+// them, and Rebuild replays both without calling a tagger, summariser or
+// splitter.
+//
+// Framing: each record is one line, "<crc32c of the JSON, 8 hex digits>
+// <JSON>\n". A line whose checksum or JSON does not verify is skipped and
+// reported, and reading goes on at the next line; only an unterminated last
+// line (a torn write) is ever cut, and only before the next append.
+//
+// Durability: compaction, regeneration, split and working-set decisions are
+// fsync'd before the bbolt transaction that applies them commits. Tag
+// decisions are written (not fsync'd) with the turns' commit and reach the
+// disk with the next fsync'd decision or the next sync: a process crash
+// loses none, a power loss may lose the newest few, and replay then tags
+// those turns again with the configured tagger.
+
+const decisionsDir = "decisions"
+
+// Decision kinds.
+const (
+	decTags      = "tags"      // tags of newly stored turns
+	decCompact   = "compact"   // a compaction: new segments, rollups, boundary
+	decSummaries = "summaries" // regenerated summaries (boundaries unchanged)
+	decSplit     = "split"     // a tag split: changed turn tags, aliases
+	decWorking   = "working"   // the working set after expand/collapse
+)
+
+// decision is one record of the derived-decisions log.
+type decision struct {
+	Kind string    `json:"kind"`
+	At   time.Time `json:"at"`
+
+	// decTags
+	Turns []turnTags `json:"turns,omitempty"`
+
+	// decCompact, decSummaries
+	Through  int             `json:"through,omitempty"`
+	Segments []segmentRec    `json:"segments,omitempty"`
+	TagSums  []tagSummaryRec `json:"tag_summaries,omitempty"`
+
+	// decSplit
+	Split *splitRec `json:"split,omitempty"`
+
+	// decWorking: the whole working set after the change.
+	Working []WorkingEntry `json:"working,omitempty"`
+}
+
+// turnTags is the tagger's verdict on one stored turn. Hash ties it to the
+// master log record it was made for.
+type turnTags struct {
+	Seq     int      `json:"seq"`
+	Hash    string   `json:"hash"`
+	Tags    []string `json:"tags,omitempty"`
+	Related []string `json:"related,omitempty"`
+	Rule    bool     `json:"rule,omitempty"`
+}
+
+// splitRec is an applied tag split.
+type splitRec struct {
+	Tag     string            `json:"tag"`
+	Count   int               `json:"count"`             // the tag's turns when offered
+	Turns   map[int][]string  `json:"turns,omitempty"`   // seq -> the turn's tags after the split
+	Aliases map[string]string `json:"aliases,omitempty"` // the conversation's aliases after the split
+}
+
+// decisionLog is one conversation's derived-decisions file.
+type decisionLog struct {
+	mu    sync.Mutex
+	path  string
+	f     *os.File
+	end   int64 // where the next record goes
+	dirty bool  // written since the last fsync
+}
+
+func (s *Store) decisionsPath(id string) string {
+	return filepath.Join(s.opts.Dir, decisionsDir, fileName(id)+".log")
+}
+
+// openDecisionLog opens (creating) a decisions file for appending. A torn
+// last line is cut; damaged complete lines stay where they are.
+func openDecisionLog(path string) (*decisionLog, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create decisions directory: %w", err)
+	}
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open decisions log: %w", err)
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		if err := syncDir(filepath.Dir(path)); err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+	}
+	res, err := scanDecisions(f, 0, nil)
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("read decisions log %s: %w", path, err)
+	}
+	return &decisionLog{path: path, f: f, end: res.end}, nil
+}
+
+// encodeDecision frames one record.
+func encodeDecision(d decision) ([]byte, error) {
+	body, err := json.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("encode decision: %w", err)
+	}
+	line := make([]byte, 0, len(body)+10)
+	line = fmt.Appendf(line, "%08x ", crc32.Checksum(body, castagnoli))
+	line = append(line, body...)
+	return append(line, '\n'), nil
+}
+
+// append writes d at the end of the log, fsyncing when sync is set, and
+// returns the offset after it.
+func (l *decisionLog) append(d decision, sync bool) (int64, error) {
+	line, err := encodeDecision(d)
+	if err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.f.WriteAt(line, l.end); err != nil {
+		return 0, fmt.Errorf("append to decisions log: %w", err)
+	}
+	end := l.end + int64(len(line))
+	if err := l.f.Truncate(end); err != nil {
+		return 0, fmt.Errorf("trim decisions log: %w", err)
+	}
+	l.end, l.dirty = end, true
+	if sync {
+		if err := l.syncLocked(); err != nil {
+			return 0, err
+		}
+	}
+	return end, nil
+}
+
+func (l *decisionLog) sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.syncLocked()
+}
+
+func (l *decisionLog) syncLocked() error {
+	if !l.dirty {
+		return nil
+	}
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("fsync decisions log: %w", err)
+	}
+	l.dirty = false
+	return nil
+}
+
+func (l *decisionLog) close() error {
+	err := l.sync()
+	return errors.Join(err, l.f.Close())
+}
+
+// scanResult is what a scan of a decisions log found.
+type scanResult struct {
+	end     int64   // offset after the last complete line
+	skipped []int64 // offsets of complete lines that did not verify
+	torn    bool    // an unterminated last line follows end
+}
+
+// scanDecisions reads complete lines from r (positioned at byte base) and
+// calls fn, when not nil, for each verified record with the offset after it.
+func scanDecisions(r io.Reader, base int64, fn func(d decision, end int64) error) (scanResult, error) {
+	res := scanResult{end: base}
+	br := bufio.NewReaderSize(r, 1<<16)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) == 0 && err == io.EOF {
+			return res, nil
+		}
+		if err != nil && err != io.EOF {
+			return res, fmt.Errorf("read decisions: %w", err)
+		}
+		if line[len(line)-1] != '\n' {
+			res.torn = true
+			return res, nil
+		}
+		start := res.end
+		res.end += int64(len(line))
+		d, ok := decodeDecision(line[:len(line)-1])
+		if !ok {
+			res.skipped = append(res.skipped, start)
+			continue
+		}
+		if fn != nil {
+			if err := fn(d, res.end); err != nil {
+				return res, err
+			}
+		}
+	}
+}
+
+// decodeDecision verifies and decodes one line (without its newline).
+func decodeDecision(line []byte) (decision, bool) {
+	var d decision
+	if len(line) < 10 || line[8] != ' ' {
+		return d, false
+	}
+	var sum [4]byte
+	if _, err := hex.Decode(sum[:], line[:8]); err != nil {
+		return d, false
+	}
+	body := line[9:]
+	want := uint32(sum[0])<<24 | uint32(sum[1])<<16 | uint32(sum[2])<<8 | uint32(sum[3])
+	if crc32.Checksum(body, castagnoli) != want {
+		return d, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&d); err != nil || d.Kind == "" {
+		return d, false
+	}
+	return d, true
+}
+
+// readDecisions returns the verified records of a conversation's decisions
+// log after byte from, each with the offset after it, and the log's end. A
+// missing log has none. Damaged records are skipped and logged.
+func (s *Store) readDecisions(id string, from int64) ([]decision, []int64, int64, error) {
+	path := s.decisionsPath(id)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, 0, nil
+	}
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("open decisions log: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("stat decisions log: %w", err)
+	}
+	if from > st.Size() {
+		// The store saw more than the file holds: unsynced tag decisions
+		// lost to a power failure. Everything still here was applied.
+		s.log.Warn("decisions log is shorter than the store recorded; the newest tag decisions were lost, those turns keep their stored tags", "conversation", id, "size", st.Size(), "recorded", from)
+		return nil, nil, st.Size(), nil
+	}
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return nil, nil, 0, fmt.Errorf("seek decisions log: %w", err)
+	}
+	var ds []decision
+	var ends []int64
+	res, err := scanDecisions(f, from, func(d decision, end int64) error {
+		ds = append(ds, d)
+		ends = append(ends, end)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("decisions log %s: %w", path, err)
+	}
+	for _, off := range res.skipped {
+		s.log.Warn("damaged record in the decisions log skipped (left in place)", "conversation", id, "path", path, "offset", off)
+	}
+	if res.torn {
+		s.log.Warn("decisions log ends in a torn record (never applied); it will be overwritten", "conversation", id, "offset", res.end)
+	}
+	return ds, ends, res.end, nil
+}
+
+// recordDecision appends d to the conversation's decisions log, opening it
+// on first use, and returns the offset after it for convMeta.DecisionsSize.
+// Every decision but tags is fsync'd before this returns. c.mu is held for
+// writing, which orders the records.
+func (s *Store) recordDecision(c *conv, d decision) (int64, error) {
+	if c.dlog == nil {
+		l, err := openDecisionLog(s.decisionsPath(c.id))
+		if err != nil {
+			return 0, err
+		}
+		c.dlog = l
+	}
+	if d.At.IsZero() {
+		d.At = s.now().UTC()
+	}
+	end, err := c.dlog.append(d, d.Kind != decTags)
+	if err != nil {
+		return 0, fmt.Errorf("record %s decision of %s: %w", d.Kind, c.id, err)
+	}
+	return end, nil
+}
+
+// decisionReplay holds a conversation's decisions not yet reflected in
+// bbolt while replayTail folds them in.
+type decisionReplay struct {
+	tags map[int]turnTags // seq -> recorded tags
+	rest []decision       // every other decision, in log order
+	end  int64            // the log's end when read
+}
+
+// loadReplay reads the decisions after c.meta.DecisionsSize. It returns
+// nil when there are none. c.mu is held for writing (or c is not shared yet).
+func (s *Store) loadReplay(c *conv) (*decisionReplay, error) {
+	ds, _, end, err := s.readDecisions(c.id, c.meta.DecisionsSize)
+	if err != nil {
+		return nil, err
+	}
+	if end < c.meta.DecisionsSize {
+		c.meta.DecisionsSize = end
+	}
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	r := &decisionReplay{tags: map[int]turnTags{}, end: end}
+	for _, d := range ds {
+		if d.Kind == decTags {
+			for _, t := range d.Turns {
+				r.tags[t.Seq] = t
+			}
+			continue
+		}
+		r.rest = append(r.rest, d)
+	}
+	return r, nil
+}
+
+// decisionsBehind reports whether a conversation's decisions log holds
+// records its stored state does not reflect.
+func (s *Store) decisionsBehind(id string, m convMeta) bool {
+	st, err := os.Stat(s.decisionsPath(id))
+	return err == nil && st.Size() > m.DecisionsSize
+}
+
+// replayedTags returns the recorded tags of recs and the indexes of the
+// records that have none (written before the log existed, or lost).
+func (r *decisionReplay) replayedTags(recs []logRecord) ([]turnTags, []int) {
+	out := make([]turnTags, len(recs))
+	var missing []int
+	for i, rec := range recs {
+		t, ok := r.tags[rec.Seq]
+		if !ok || t.Hash != rec.Hash {
+			missing = append(missing, i)
+			continue
+		}
+		out[i] = t
+	}
+	return out, missing
+}
+
+// tagsForReplay gives the tags of records replayed from the master log: the
+// recorded ones, and the configured tagger's for records that have none.
+// It returns the indexes of the records tagged here (their decisions must
+// be recorded). c.mu is held for writing.
+func (s *Store) tagsForReplay(ctx context.Context, c *conv, recs []logRecord) ([]tagging.Result, []int) {
+	out := make([]tagging.Result, len(recs))
+	missing := make([]int, len(recs))
+	for i := range missing {
+		missing[i] = i
+	}
+	if c.replay != nil {
+		var recorded []turnTags
+		recorded, missing = c.replay.replayedTags(recs)
+		for i, t := range recorded {
+			if len(t.Tags) > 0 {
+				out[i] = tagging.Result{Tags: t.Tags, Primary: t.Tags[0], Related: t.Related, Rule: t.Rule, Source: "recorded"}
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	ins := make([]turnInput, len(missing))
+	for j, i := range missing {
+		ins[j] = turnInput{Text: recs[i].Content, Role: recs[i].Role, Name: recs[i].Name}
+	}
+	snap := tagSnapshot{vocab: make(map[string]int, len(c.vocab)), aliases: c.meta.Aliases, prevTags: c.lastTags(len(c.turns))}
+	for k, v := range c.vocab {
+		snap.vocab[k] = v
+	}
+	for _, t := range out {
+		for _, tag := range t.Tags {
+			snap.vocab[tag]++
+		}
+	}
+	if len(missing) < len(recs) {
+		s.log.Info("replay: tagging turns that have no recorded tags", "conversation", c.id, "turns", len(missing))
+	}
+	tagged := s.tagBatch(ctx, c.id, ins, snap)
+	for j, i := range missing {
+		out[i] = tagged[j]
+	}
+	return out, missing
+}
+
+// recordTurnTags appends the tags decision for metas[i], i in which (all
+// of metas when which is nil). It returns the log's end, or 0 when there
+// was nothing to record. c.mu is held for writing.
+func (s *Store) recordTurnTags(c *conv, metas []turnMeta, which []int) (int64, error) {
+	if which == nil {
+		which = make([]int, len(metas))
+		for i := range which {
+			which[i] = i
+		}
+	}
+	var d decision
+	for _, i := range which {
+		m := metas[i]
+		if m.Empty {
+			continue
+		}
+		d.Turns = append(d.Turns, turnTags{Seq: m.Seq, Hash: m.Hash, Tags: m.Tags, Related: m.Related, Rule: m.Rule})
+	}
+	if len(d.Turns) == 0 {
+		return 0, nil
+	}
+	d.Kind = decTags
+	return s.recordDecision(c, d)
+}
+
+// applyReplay folds the pending non-tag decisions into the conversation,
+// in log order, and commits them in one transaction. A decision that no
+// longer fits the state (its commit failed once and a later decision took
+// its place) is skipped and logged. c.mu is held for writing.
+func (s *Store) applyReplay(ctx context.Context, c *conv) error {
+	r := c.replay
+	if r == nil {
+		return nil
+	}
+	meta := c.meta
+	changedTurns := map[int]bool{}
+	changedSegs := map[int]bool{}
+	changedSums := map[string]bool{}
+	workingChanged, summariesChanged := false, false
+	for _, d := range r.rest {
+		switch d.Kind {
+		case decCompact:
+			if len(d.Segments) == 0 || d.Through <= meta.CompactedThrough || d.Through > len(c.turns) ||
+				d.Segments[0].ID != len(c.segs)+1 || d.Segments[0].First != meta.CompactedThrough+1 {
+				s.log.Warn("replay: compaction decision does not fit the stored state; skipped", "conversation", c.id, "through", d.Through)
+				continue
+			}
+			for i := range d.Segments {
+				sg := d.Segments[i]
+				c.segs = append(c.segs, &sg)
+				changedSegs[sg.ID] = true
+				for seq := sg.First; seq <= sg.Last && seq <= len(c.turns); seq++ {
+					c.turns[seq-1].Segment = sg.ID
+					changedTurns[seq] = true
+				}
+			}
+			for i := range d.TagSums {
+				ts := d.TagSums[i]
+				c.tagSums[ts.Tag] = &ts
+				changedSums[ts.Tag] = true
+			}
+			meta.CompactedThrough = d.Through
+			summariesChanged = true
+		case decSummaries:
+			for i := range d.Segments {
+				sg := d.Segments[i]
+				if sg.ID < 1 || sg.ID > len(c.segs) {
+					s.log.Warn("replay: regenerated summary of an unknown segment skipped", "conversation", c.id, "segment", sg.ID)
+					continue
+				}
+				c.segs[sg.ID-1] = &sg
+				changedSegs[sg.ID] = true
+			}
+			for i := range d.TagSums {
+				ts := d.TagSums[i]
+				c.tagSums[ts.Tag] = &ts
+				changedSums[ts.Tag] = true
+			}
+			summariesChanged = true
+		case decSplit:
+			if d.Split == nil {
+				continue
+			}
+			sp := d.Split
+			meta.SplitChecked = maps.Clone(meta.SplitChecked)
+			if meta.SplitChecked == nil {
+				meta.SplitChecked = map[string]int{}
+			}
+			meta.SplitChecked[sp.Tag] = sp.Count
+			if sp.Aliases != nil {
+				meta.Aliases = maps.Clone(sp.Aliases)
+			}
+			for seq, tags := range sp.Turns {
+				t := c.turn(seq)
+				if t == nil {
+					continue
+				}
+				c.addTags(seq, tags)
+				changedTurns[seq] = true
+			}
+		case decWorking:
+			c.working = make(map[string]WorkingEntry, len(d.Working))
+			for _, w := range d.Working {
+				c.working[w.Tag] = w
+			}
+			workingChanged = true
+		default:
+			s.log.Warn("replay: unknown decision kind skipped", "conversation", c.id, "kind", d.Kind)
+		}
+	}
+	c.meta.CompactedThrough = meta.CompactedThrough
+	c.active = 0
+	for seq := meta.CompactedThrough + 1; seq <= len(c.turns); seq++ {
+		c.active += c.turns[seq-1].Tokens
+	}
+	meta.DecisionsSize = r.end
+	if c.dlog != nil && c.dlog.end > meta.DecisionsSize {
+		meta.DecisionsSize = c.dlog.end
+	}
+	if summariesChanged {
+		meta.SummaryGen++
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b, err := convBucket(tx, c.id)
+		if err != nil {
+			return err
+		}
+		tb, sb, rb := b.Bucket(bucketTurns), b.Bucket(bucketSegments), b.Bucket(bucketTagSums)
+		for seq := range changedTurns {
+			if err := putJSON(tb, seqKey(seq), c.turn(seq)); err != nil {
+				return err
+			}
+		}
+		for id := range changedSegs {
+			if err := putJSON(sb, seqKey(id), c.segs[id-1]); err != nil {
+				return err
+			}
+		}
+		for tag := range changedSums {
+			if err := putJSON(rb, []byte(tag), c.tagSums[tag]); err != nil {
+				return err
+			}
+		}
+		if workingChanged {
+			if err := putWorking(b, c.working); err != nil {
+				return err
+			}
+		}
+		return putMeta(tx, meta)
+	})
+	if err != nil {
+		return fmt.Errorf("commit replayed decisions of %s: %w", c.id, err)
+	}
+	c.meta = meta
+	if n := len(r.rest); n > 0 {
+		s.log.Info("replayed derived decisions", "conversation", c.id, "decisions", n, "segments", len(c.segs), "tag_summaries", len(c.tagSums))
+	}
+	// Turns already in the index whose tags changed are indexed again.
+	var reindex []int
+	for seq := range changedTurns {
+		if seq <= c.meta.IndexedThrough {
+			reindex = append(reindex, seq)
+		}
+	}
+	if len(reindex) > 0 {
+		sort.Ints(reindex)
+		if err := s.indexSeqs(ctx, c, reindex); err != nil {
+			s.log.Warn("re-indexing replayed turns failed; the reconciler retries", "conversation", c.id, "err", err)
+		}
+	}
+	return nil
+}
+
+// addTags gives turn seq the tags it lacks from tags, keeping the
+// vocabulary, tag lists and tag words in step. c.mu is held for writing.
+func (c *conv) addTags(seq int, tags []string) {
+	t := c.turn(seq)
+	for _, tag := range tags {
+		if contains(t.Tags, tag) {
+			continue
+		}
+		t.Tags = append(t.Tags, tag)
+		if t.Empty {
+			continue
+		}
+		c.learnWords(tag)
+		c.vocab[tag]++
+		for _, r := range t.Related { // as addTurn does, so a reload agrees
+			if !contains(c.relatedBy[r], tag) {
+				c.relatedBy[r] = append(c.relatedBy[r], tag)
+			}
+		}
+		list := c.tagSeqs[tag]
+		i := sort.SearchInts(list, seq)
+		c.tagSeqs[tag] = append(list[:i], append([]int{seq}, list[i:]...)...)
+	}
+}

@@ -1,0 +1,335 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vc-mcp/vc-mcp/memory/summarize"
+	"github.com/vc-mcp/vc-mcp/memory/tagging"
+)
+
+// countingSummarizer counts calls; with fail set it refuses every one.
+type countingSummarizer struct {
+	inner Summarizer
+	calls atomic.Int64
+	fail  bool
+}
+
+func (f *countingSummarizer) Summarize(ctx context.Context, in summarize.Input) (summarize.Result, error) {
+	f.calls.Add(1)
+	if f.fail {
+		return summarize.Result{}, errors.New("summariser called during rebuild")
+	}
+	return f.inner.Summarize(ctx, in)
+}
+
+// countingTagger counts calls; with fail set it refuses every one.
+type countingTagger struct {
+	inner Tagger
+	calls atomic.Int64
+	fail  bool
+}
+
+func (f *countingTagger) Tag(ctx context.Context, in tagging.Input) (tagging.Result, error) {
+	f.calls.Add(1)
+	if f.fail {
+		return tagging.Result{}, errors.New("tagger called during rebuild")
+	}
+	return f.inner.Tag(ctx, in)
+}
+
+// refusingSplitter fails the test if it is ever asked.
+type refusingSplitter struct{ calls atomic.Int64 }
+
+func (f *refusingSplitter) SplitTag(ctx context.Context, in SplitRequest) (SplitDecision, error) {
+	f.calls.Add(1)
+	return SplitDecision{}, errors.New("splitter called during rebuild")
+}
+
+// snapshot is everything a client can observe of a conversation.
+type snapshot struct {
+	Status  string
+	Domains map[string]string
+	Recalls []string
+	Quotes  []string
+}
+
+var rebuildQueries = []string{
+	"the Go scheduler bug with GOMAXPROCS",
+	"what did we decide about the Postgres migration?",
+	"Rex vaccination appointment",
+	"Japan itinerary day in Kyoto",
+	"ryokan nights",
+	"what did we discuss at the very beginning?",
+}
+
+func observe(t *testing.T, s *Store, conv string) snapshot {
+	t.Helper()
+	ctx := context.Background()
+	st, err := s.Status(ctx, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Features = Features{}
+	js, _ := json.MarshalIndent(st, "", " ")
+	snap := snapshot{Status: string(js), Domains: map[string]string{}}
+	for _, ts := range st.Tags {
+		d, err := s.Domain(ctx, conv, ts.Tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, _ := json.Marshal(d)
+		snap.Domains[ts.Tag] = string(js)
+	}
+	for _, q := range rebuildQueries {
+		r, err := s.Recall(ctx, RecallRequest{ConversationID: conv, Message: q, MaxTokens: 600})
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, _ := json.Marshal(r)
+		snap.Recalls = append(snap.Recalls, r.Text+"\n"+string(js))
+		fq, err := s.FindQuote(ctx, FindQuoteRequest{ConversationID: conv, Query: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, _ = json.Marshal(fq)
+		snap.Quotes = append(snap.Quotes, string(js))
+	}
+	return snap
+}
+
+func compareSnapshots(t *testing.T, before, after snapshot) {
+	t.Helper()
+	if before.Status != after.Status {
+		t.Errorf("domain_status differs after rebuild:\nbefore %s\nafter  %s", before.Status, after.Status)
+	}
+	for tag, d := range before.Domains {
+		if after.Domains[tag] != d {
+			t.Errorf("domain %s differs after rebuild:\nbefore %s\nafter  %s", tag, d, after.Domains[tag])
+		}
+	}
+	for i := range before.Recalls {
+		if before.Recalls[i] != after.Recalls[i] {
+			t.Errorf("recall %q differs after rebuild:\nbefore %s\n---\nafter  %s", rebuildQueries[i], before.Recalls[i], after.Recalls[i])
+		}
+		if before.Quotes[i] != after.Quotes[i] {
+			t.Errorf("find_quote %q differs after rebuild:\nbefore %s\n---\nafter  %s", rebuildQueries[i], before.Quotes[i], after.Quotes[i])
+		}
+	}
+}
+
+// buildDerivedState fills conversation "c" with compactions, a tag split
+// and working-set changes, and returns what a client sees of it.
+func buildDerivedState(t *testing.T, dir string) snapshot {
+	t.Helper()
+	sum := &countingSummarizer{inner: summarize.NewExtractive(nil)}
+	tag := &countingTagger{inner: tagging.NewKeyword(nil)}
+	s := openTest(t, Options{Dir: dir, ContextWindow: 1500, ProtectedTurns: 2, Summarizer: sum, Tagger: tag, Splitter: &citySplitter{}})
+	msgs := chat(120, t0)
+	for i := 0; i < 60; i++ {
+		city := []string{"Kyoto", "Osaka", "Nara"}[i%3]
+		msgs = append(msgs, msg("user", "Ana", fmt.Sprintf("Japan itinerary: day %d in %s.", i+1, city), t0.Add(time.Duration(200+i)*time.Minute)))
+	}
+	for i := 0; i < len(msgs); i += 10 {
+		ingest(t, s, "c", msgs[i:i+10])
+	}
+	st, err := s.Status(context.Background(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Totals.Segments < 3 || st.Totals.TagSummaries == 0 || sum.calls.Load() == 0 {
+		t.Fatalf("setup: %d segments, %d tag summaries, %d summariser calls; want several compactions", st.Totals.Segments, st.Totals.TagSummaries, sum.calls.Load())
+	}
+	c, _ := s.conversation(context.Background(), "c", false)
+	if len(c.meta.Aliases) == 0 || len(c.meta.SplitChecked) == 0 {
+		t.Fatalf("setup: no tag split happened (aliases %v)", c.meta.Aliases)
+	}
+	if _, err := s.Expand(context.Background(), ExpandRequest{ConversationID: "c", Tag: st.Tags[0].Tag, Depth: DepthFull, MaxTokens: 500}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Expand(context.Background(), ExpandRequest{ConversationID: "c", Tag: st.Tags[1].Tag}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Collapse(context.Background(), CollapseRequest{ConversationID: "c", Tag: st.Tags[1].Tag, Depth: DepthSummary}); err != nil {
+		t.Fatal(err)
+	}
+	before := observe(t, s, "c")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return before
+}
+
+func TestRebuildGivesSameAnswers(t *testing.T) {
+	for _, how := range []string{"Rebuild", "Open"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			before := buildDerivedState(t, dir)
+			sum := &countingSummarizer{fail: true}
+			tag := &countingTagger{fail: true}
+			split := &refusingSplitter{}
+			opts := Options{Dir: dir, ContextWindow: 1500, ProtectedTurns: 2, Summarizer: sum, Tagger: tag, Splitter: split}
+			switch how {
+			case "Rebuild":
+				if err := Rebuild(context.Background(), opts, nil); err != nil {
+					t.Fatalf("Rebuild: %v", err)
+				}
+			case "Open": // vc.db and the index deleted by hand: Open replays
+				for _, p := range []string{dbFile, indexDir} {
+					if err := os.RemoveAll(filepath.Join(dir, p)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			s := openTest(t, opts)
+			after := observe(t, s, "c")
+			if n := sum.calls.Load() + tag.calls.Load() + split.calls.Load(); n != 0 {
+				t.Fatalf("rebuild called a model %d times (summariser %d, tagger %d, splitter %d), want 0",
+					n, sum.calls.Load(), tag.calls.Load(), split.calls.Load())
+			}
+			compareSnapshots(t, before, after)
+		})
+	}
+}
+
+func TestDecisionLogSkipsDamagedRecords(t *testing.T) {
+	dir := t.TempDir()
+	before := buildDerivedState(t, dir)
+	path := filepath.Join(dir, decisionsDir, "c.log")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Damage the first tags record (keeping its length and newline) and
+	// tear a record onto the end.
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) < 5 || !bytes.Contains(lines[0], []byte(`"kind":"tags"`)) {
+		t.Fatalf("unexpected decisions log head: %.200s", data)
+	}
+	copy(lines[0][20:], "GARBAGE!")
+	damaged := append(bytes.Join(lines, nil), []byte(`0badc0de {"kind":"working","wor`)...)
+	if err := os.WriteFile(path, damaged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	opts := Options{Dir: dir, ContextWindow: 1500, ProtectedTurns: 2, Logger: slogTo(&logs)}
+	if err := Rebuild(context.Background(), opts, nil); err != nil {
+		t.Fatalf("Rebuild with a damaged decisions log: %v", err)
+	}
+	s := openTest(t, opts)
+	after := observe(t, s, "c")
+	if !strings.Contains(logs.String(), "damaged record in the decisions log skipped") {
+		t.Errorf("damage not reported; logs:\n%s", logs.String())
+	}
+	// Only the first batch's tags were lost; the keyword tagger remakes
+	// them, and every later decision (segments, split, working set) holds.
+	var sb, sa Status
+	_ = json.Unmarshal([]byte(before.Status), &sb)
+	_ = json.Unmarshal([]byte(after.Status), &sa)
+	if sa.Totals.Turns != sb.Totals.Turns || sa.Totals.Segments != sb.Totals.Segments || sa.Totals.TagSummaries != sb.Totals.TagSummaries {
+		t.Fatalf("after damage: totals %+v, want %+v", sa.Totals, sb.Totals)
+	}
+	// The torn tail is cut before the next append, the damaged line kept.
+	if _, err := s.Expand(context.Background(), ExpandRequest{ConversationID: "c", Tag: sb.Tags[0].Tag}); err != nil {
+		t.Fatal(err)
+	}
+	data, _ = os.ReadFile(path)
+	if bytes.Contains(data, []byte(`"wor`+"\n")) || bytes.Contains(data, []byte(`0badc0de`)) {
+		t.Errorf("torn record still in the decisions log")
+	}
+	if !bytes.Contains(data, []byte("GARBAGE!")) {
+		t.Errorf("damaged record was deleted; it must stay in place")
+	}
+}
+
+func TestExpandPersistsBeforeChangingWorkingSet(t *testing.T) {
+	s := openTest(t, Options{})
+	ingest(t, s, "c", chat(20, t0))
+	st, err := s.Status(context.Background(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := s.conversation(context.Background(), "c", false)
+	// Make every write fail: the working set must stay as it was.
+	if err := s.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Expand(context.Background(), ExpandRequest{ConversationID: "c", Tag: st.Tags[0].Tag})
+	if err == nil {
+		t.Fatal("Expand succeeded with the store closed")
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if len(c.working) != 0 {
+		t.Fatalf("working set changed although saving it failed: %v", c.working)
+	}
+}
+
+func slogTo(w *bytes.Buffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(&lockedWriter{w: w}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// lockedWriter serialises writes from the store's goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// A decision made durable just before a crash (its bbolt commit never
+// happened) is applied when the store opens again.
+func TestOpenAppliesDecisionsNotCommitted(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	ingest(t, s, "c", chat(20, t0))
+	st, err := s.Status(context.Background(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := st.Tags[0].Tag
+	c, _ := s.conversation(context.Background(), "c", false)
+	c.mu.Lock()
+	_, err = s.recordDecision(c, decision{Kind: decWorking, Working: []WorkingEntry{{Tag: tag, Depth: DepthFull, Tokens: 42, LastAccess: t0}}})
+	c.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Crash: nothing else reaches vc.db.
+	s.closed.Store(true)
+	s.stopReconciler()
+	_ = s.ix.Close()
+	_ = c.dlog.close()
+	if err := s.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openTest(t, Options{Dir: dir})
+	st2, err := s2.Status(context.Background(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range st2.Tags {
+		if ts.Tag == tag {
+			if ts.Depth != DepthFull {
+				t.Fatalf("tag %s depth %s after reopening, want %s (the recorded decision)", tag, ts.Depth, DepthFull)
+			}
+			return
+		}
+	}
+	t.Fatalf("tag %s gone after reopening", tag)
+}
