@@ -19,6 +19,7 @@ import (
 const benchUsage = `usage:
   vc-mcp bench locomo --data PATH [--budgets 1000,2000,4000,8000] [--conversations conv-26,...]
                       [--methods truncation,bm25,dense,hybrid,vc-mcp] [--model DIR] [--json FILE] [--svg DIR]
+                      [--variants 'name=weight=v,weight=v;name2=...'] (vc-mcp ranking ablations, same run)
   vc-mcp bench scale [--sizes 1000,10000] [--queries 200] [--binary PATH] [--json FILE] [--svg DIR]
 `
 
@@ -55,6 +56,7 @@ func benchLoCoMo(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	jsonOut := fs.String("json", "", "also write the full report as JSON to FILE")
 	svgDir := fs.String("svg", "", "write recall-vs-budget.svg into DIR")
 	perQuestion := fs.Bool("per-question", false, "keep per-question scores in the JSON report")
+	variants := fs.String("variants", "", "ranking ablations run beside vc-mcp, ';'-separated NAME=OVERRIDES, e.g. 'nospeaker=speaker=1;noexpand=expand=0' (weights: see memory.Ranking)")
 	modelDir := fs.String("model", "", "embedding model directory for dense, hybrid and vc-mcp's semantic signals (default: the default model dir, used when a model is there)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -104,6 +106,11 @@ func benchLoCoMo(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			}
 		case "vc-mcp":
 			ms = append(ms, bench.VCMCP{Open: bench.StoreOpener(opts)})
+			vs, err := rankingVariants(opts, *variants)
+			if err != nil {
+				return fmt.Errorf("bench locomo: --variants: %w", err)
+			}
+			ms = append(ms, vs...)
 		default:
 			return fmt.Errorf("bench locomo: unknown method %q", name)
 		}
@@ -132,6 +139,30 @@ func benchLoCoMo(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("bench locomo: %d contexts exceeded their token budget (scored 0)", n)
 	}
 	return nil
+}
+
+// rankingVariants parses "name=overrides;name=overrides" into vc-mcp
+// methods whose stores rank with DefaultRanking plus the overrides.
+func rankingVariants(opts memory.Options, spec string) ([]bench.Method, error) {
+	var out []bench.Method
+	for _, v := range strings.Split(spec, ";") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		name, over, ok := strings.Cut(v, "=")
+		if !ok || strings.TrimSpace(name) == "" {
+			return nil, fmt.Errorf("%q: want NAME=weight=value,...", v)
+		}
+		r, err := memory.ParseRanking(memory.DefaultRanking(), over)
+		if err != nil {
+			return nil, fmt.Errorf("variant %s: %w", name, err)
+		}
+		o := opts
+		o.Ranking = &r
+		out = append(out, bench.VCMCP{Open: bench.StoreOpener(o), Variant: strings.TrimSpace(name)})
+	}
+	return out, nil
 }
 
 func benchScale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
