@@ -413,10 +413,12 @@ func (s *Store) topicHint(convs []*conv, budget int) string {
 		n   int
 	}
 	var all []tc
+	byTag := map[string]*conv{}
 	for _, c := range convs {
 		for tag, n := range c.vocab {
 			if tag != tagging.General && n > 1 {
 				all = append(all, tc{tag, n})
+				byTag[tag] = c
 			}
 		}
 	}
@@ -440,12 +442,16 @@ func (s *Store) topicHint(convs []*conv, budget int) string {
 	})
 	line := "## Topics on record (expand_topic to page one in)\n"
 	used := estimateTokens(line)
-	for i, t := range all {
-		if i >= 40 {
+	named := 0
+	for _, t := range all {
+		if named >= 40 {
 			break
 		}
+		if c := byTag[t.tag]; c != nil && c.spreadTag(t.tag) {
+			continue // a speaker's name, "chatting": not a topic
+		}
 		next := fmt.Sprintf("%s (%d)", t.tag, t.n)
-		if i > 0 {
+		if named > 0 {
 			next = ", " + next
 		}
 		// Estimated; the assembly is counted exactly at the end.
@@ -455,6 +461,7 @@ func (s *Store) topicHint(convs []*conv, budget int) string {
 		}
 		used += n
 		line += next
+		named++
 	}
 	return line
 }

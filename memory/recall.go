@@ -228,7 +228,7 @@ func (c *conv) queryTags(terms []string) []queryTag {
 			if !allIn(c.tagWords[cand], set) {
 				continue
 			}
-			if c.vocab[cand] > 0 && cand != tagging.General {
+			if c.vocab[cand] > 0 && !c.spreadTag(cand) {
 				weights[cand] = 1
 			}
 			for _, tag := range c.relatedBy[cand] {
