@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -62,6 +63,38 @@ func TestSpread(t *testing.T) {
 	for _, tt := range tests {
 		if got := spread(tt.n, tt.total); got != tt.want {
 			t.Errorf("spread(%d, %d) = %v, want %v", tt.n, tt.total, got, tt.want)
+		}
+	}
+}
+
+// TestSegmentSummariesCarryFacts compacts the shared scripted conversation
+// with the built-in (extractive) summariser at compaction's own budgets
+// and checks that the segment summaries carry the names, numbers, dates
+// and findings a person would keep, not a fragment of tool output.
+func TestSegmentSummariesCarryFacts(t *testing.T) {
+	s := openTest(t, Options{ProtectedTurns: 2})
+	if _, err := s.Ingest(context.Background(), IngestRequest{ConversationID: "f", Messages: loadConversation(t), Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.conversation(context.Background(), "f", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var all []string
+	for _, sg := range c.segs {
+		all = append(all, sg.Summary)
+	}
+	text := strings.Join(all, "\n")
+	for _, fact := range []string{"Postgres 16", "15 April", "Rex", "Thursday at 4 pm", "Hiiragiya", "12 to 15 May", "Lena", "Berlin", "orders_cdc"} {
+		if !strings.Contains(text, fact) {
+			t.Errorf("segment summaries lack %q:\n%s", fact, text)
+		}
+	}
+	for _, sg := range c.segs {
+		if strings.Contains(sg.Summary, "(1 row)") || strings.Contains(sg.Summary, "--+--") {
+			t.Errorf("segment %d summary is tool output: %q", sg.ID, sg.Summary)
 		}
 	}
 }
