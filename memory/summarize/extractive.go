@@ -87,7 +87,7 @@ type sentence struct {
 	score   float64
 	tokens  int
 	terms   []string
-	keep    bool // must be kept if anything is (Single: answers the question)
+	keep    bool     // must be kept if anything is (Single: answers the question)
 	facts   []string // its numbers and names, lowercased: what a pick covers
 	chosen  bool
 	dateNow time.Time
