@@ -24,19 +24,27 @@ const (
 // rollupTags lists, sorted, the tags of the fresh segments that earn a
 // rollup, counting the segments already stored. c.mu is held for reading.
 func (c *conv) rollupTags(fresh []*segmentRec) []string {
+	return earnedTags(tagsOf(fresh), append(append([]*segmentRec(nil), c.segs...), fresh...), c.hasRollup)
+}
+
+// hasRollup reports a tag that has its Layer 2 summary. c.mu is held.
+func (c *conv) hasRollup(tag string) bool {
+	_, ok := c.tagSums[tag]
+	return ok
+}
+
+// earnedTags keeps, sorted, the tags that have a rollup already or span
+// rollupMinSegments of segs without being spread over them.
+func earnedTags(tags []string, segs []*segmentRec, has func(string) bool) []string {
 	count := map[string]int{}
-	for _, list := range [][]*segmentRec{c.segs, fresh} {
-		for _, sg := range list {
-			for _, t := range sg.Tags {
-				count[t]++
-			}
+	for _, sg := range segs {
+		for _, t := range sg.Tags {
+			count[t]++
 		}
 	}
-	total := len(c.segs) + len(fresh)
 	var out []string
-	for _, t := range tagsOf(fresh) {
-		_, has := c.tagSums[t]
-		if has || count[t] >= rollupMinSegments && !spread(count[t], total) {
+	for _, t := range tags {
+		if has(t) || count[t] >= rollupMinSegments && !spread(count[t], len(segs)) {
 			out = append(out, t)
 		}
 	}
