@@ -128,6 +128,8 @@ type Options struct {
 	Summarizer Summarizer
 	// Splitter, when set, splits tags that grow over-broad (see TagSplitter).
 	Splitter TagSplitter
+	// Ranking overrides the rank-fusion weights (nil = DefaultRanking).
+	Ranking *Ranking
 	// TagPriority orders topics in assemblies (higher first); nil = all equal.
 	TagPriority func(tag string) int
 	// Scrubber replaces secrets before anything is stored; nil = the

@@ -44,7 +44,7 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 	var a assembly
 	const header = "# Recalled memory\n"
 	used := s.tok.Count(header) + 2 // slack for joins
-	a.breakdown.Headers = used
+	headerBase := used
 
 	// Summaries first for broad queries, after the turns otherwise.
 	var sums []summaryPick
@@ -80,70 +80,12 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 		takeSums(used + budget/5)
 	}
 
-	// Exact turns, best first, first fit. Each session header costs too.
-	// Costs are estimated from counts made once (each turn's content at
-	// ingest, each speaker's prefix once) and the whole is counted exactly
-	// at the end.
-	// Standing rules are pinned: the newest first, within a sixth of the budget.
-	var rules []pick
-	ruleUsed := 0
-	for _, c := range convs {
-		for i := len(c.rules) - 1; i >= 0; i-- {
-			t := c.turn(c.rules[i])
-			cost := t.Tokens + s.prefixTokens(t) + 1
-			if ruleUsed+cost > budget/ruleShare {
-				continue
-			}
-			rec, err := c.log.read(t.Start, t.End)
-			if err != nil {
-				continue
-			}
-			used += cost
-			ruleUsed += cost
-			rules = append(rules, pick{c: c, seq: t.Seq, text: turnPrefix(t) + oneLine(rec.Content), cost: cost, mode: IncludeAlways})
-		}
-	}
-	pinned := map[string]bool{}
-	for _, r := range rules {
-		pinned[r.c.id+"#"+turnID(r.seq)] = true
-	}
-
-	sessions := map[string]bool{}
-	var picks []pick
-	taken := map[*candidate]bool{}
-	pack := func() {
-		for i := range ranked {
-			cd := &ranked[i]
-			if used >= budget-4 {
-				break
-			}
-			if taken[cd] || pinned[cd.c.id+"#"+turnID(cd.seq)] {
-				continue
-			}
-			t := cd.c.turn(cd.seq)
-			cost := t.Tokens + s.prefixTokens(t) + 1
-			sk := sessionKey(cd.c, t)
-			hcost := 0
-			if !sessions[sk] {
-				hcost = estimateTokens(sessionHeader(cd.c, t, multi)) + 1
-			}
-			if used+cost+hcost > budget {
-				continue
-			}
-			rec, err := cd.c.log.read(t.Start, t.End)
-			if err != nil {
-				s.log.Warn("unreadable turn skipped", "conversation", cd.c.id, "turn", cd.seq, "err", err)
-				taken[cd] = true
-				continue
-			}
-			taken[cd] = true
-			sessions[sk] = true
-			used += cost + hcost
-			a.breakdown.Headers += hcost
-			picks = append(picks, pick{c: cd.c, seq: cd.seq, text: turnPrefix(t) + oneLine(rec.Content), cost: cost, mode: includeMode(cd.c, t)})
-		}
-	}
+	// Standing rules are pinned; then exact turns, best first, first fit.
+	pk := &packer{s: s, budget: budget, used: used, multi: multi, sessions: map[string]bool{}, taken: map[*candidate]bool{}, pinned: map[string]bool{}}
+	rules := pk.pinRules(convs)
+	pack := func() { pk.pack(ranked) }
 	pack()
+	used = pk.used
 	if !q.Broad {
 		takeSums(budget)
 	}
@@ -156,17 +98,19 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 		used += s.tok.Count(hint) + 1
 	}
 
-	text := render(header, rules, picks, chosenSums, hint, q.Broad, multi)
+	text := render(header, rules, pk.picks, chosenSums, hint, q.Broad, multi)
 	// The estimates are upper bounds; with the exact count in hand, what is
 	// left is filled with the next best turns.
 	if n := s.tok.Count(text); budget-n > 16 && hint == "" {
-		used = n
-		before := len(picks)
+		pk.used = n
+		before := len(pk.picks)
 		pack()
-		if len(picks) > before {
-			text = render(header, rules, picks, chosenSums, hint, q.Broad, multi)
+		if len(pk.picks) > before {
+			text = render(header, rules, pk.picks, chosenSums, hint, q.Broad, multi)
 		}
 	}
+	picks := pk.picks
+	a.breakdown.Headers = headerBase + pk.headers
 	// Check the whole exactly; if over, drop the weakest parts worth the
 	// overshoot (the hint first, then the lowest-ranked turns, then
 	// summaries) and check again.
@@ -222,6 +166,82 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 		a.breakdown.TopicHint = s.tok.Count(hint)
 	}
 	return a
+}
+
+// packer fills a budget with turns: standing rules first, then ranked
+// turns best first, first fit, each new session's header counted with the
+// turn that opens it. Costs are estimated from counts made once (each
+// turn's content at ingest, each speaker's prefix once); the assembly is
+// counted exactly at the end.
+type packer struct {
+	s        *Store
+	budget   int
+	used     int
+	headers  int // estimated tokens of session headers
+	multi    bool
+	sessions map[string]bool
+	taken    map[*candidate]bool
+	pinned   map[string]bool
+	picks    []pick
+}
+
+// pinRules takes the standing rules, the newest first, within a sixth of
+// the budget.
+func (p *packer) pinRules(convs []*conv) []pick {
+	var rules []pick
+	ruleUsed := 0
+	for _, c := range convs {
+		for i := len(c.rules) - 1; i >= 0; i-- {
+			t := c.turn(c.rules[i])
+			cost := t.Tokens + p.s.prefixTokens(t) + 1
+			if ruleUsed+cost > p.budget/ruleShare {
+				continue
+			}
+			rec, err := c.log.read(t.Start, t.End)
+			if err != nil {
+				continue
+			}
+			p.used += cost
+			ruleUsed += cost
+			rules = append(rules, pick{c: c, seq: t.Seq, text: turnPrefix(t) + oneLine(rec.Content), cost: cost, mode: IncludeAlways})
+			p.pinned[c.id+"#"+turnID(t.Seq)] = true
+		}
+	}
+	return rules
+}
+
+// pack adds ranked turns not taken yet, best first, while they fit.
+func (p *packer) pack(ranked []candidate) {
+	for i := range ranked {
+		cd := &ranked[i]
+		if p.used >= p.budget-4 {
+			break
+		}
+		if p.taken[cd] || p.pinned[cd.c.id+"#"+turnID(cd.seq)] {
+			continue
+		}
+		t := cd.c.turn(cd.seq)
+		cost := t.Tokens + p.s.prefixTokens(t) + 1
+		sk := sessionKey(cd.c, t)
+		hcost := 0
+		if !p.sessions[sk] {
+			hcost = estimateTokens(sessionHeader(cd.c, t, p.multi)) + 1
+		}
+		if p.used+cost+hcost > p.budget {
+			continue
+		}
+		rec, err := cd.c.log.read(t.Start, t.End)
+		if err != nil {
+			p.s.log.Warn("unreadable turn skipped", "conversation", cd.c.id, "turn", cd.seq, "err", err)
+			p.taken[cd] = true
+			continue
+		}
+		p.taken[cd] = true
+		p.sessions[sk] = true
+		p.used += cost + hcost
+		p.headers += hcost
+		p.picks = append(p.picks, pick{c: cd.c, seq: cd.seq, text: turnPrefix(t) + oneLine(rec.Content), cost: cost, mode: includeMode(cd.c, t)})
+	}
 }
 
 func pickLess(a, b pick) bool {
@@ -413,10 +433,12 @@ func (s *Store) topicHint(convs []*conv, budget int) string {
 		n   int
 	}
 	var all []tc
+	byTag := map[string]*conv{}
 	for _, c := range convs {
 		for tag, n := range c.vocab {
 			if tag != tagging.General && n > 1 {
 				all = append(all, tc{tag, n})
+				byTag[tag] = c
 			}
 		}
 	}
@@ -440,12 +462,16 @@ func (s *Store) topicHint(convs []*conv, budget int) string {
 	})
 	line := "## Topics on record (expand_topic to page one in)\n"
 	used := estimateTokens(line)
-	for i, t := range all {
-		if i >= 40 {
+	named := 0
+	for _, t := range all {
+		if named >= 40 {
 			break
 		}
+		if c := byTag[t.tag]; c != nil && c.spreadTag(t.tag) {
+			continue // a speaker's name, "chatting": not a topic
+		}
 		next := fmt.Sprintf("%s (%d)", t.tag, t.n)
-		if i > 0 {
+		if named > 0 {
 			next = ", " + next
 		}
 		// Estimated; the assembly is counted exactly at the end.
@@ -455,6 +481,7 @@ func (s *Store) topicHint(convs []*conv, budget int) string {
 		}
 		used += n
 		line += next
+		named++
 	}
 	return line
 }

@@ -60,7 +60,7 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 		plans[i].rec.ID = nextID + i
 		fresh[i] = &plans[i].rec
 	}
-	touched := tagsOf(fresh)
+	touched := c.rollupTags(fresh)
 	inputs := c.incrementalRollups(touched, fresh)
 	c.mu.RUnlock()
 	total += len(touched)

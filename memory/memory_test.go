@@ -492,17 +492,17 @@ func TestStandingRulesArePinned(t *testing.T) {
 	if modes["rule/always"] != 1 || modes["turn/agent"] == 0 {
 		t.Fatalf("inclusions %v, want one pinned rule and relevance-chosen turns", modes)
 	}
-	// A topic the model paged in marks its turns "manual".
-	st, _ := s.Status(context.Background(), "c")
+	// A topic the model paged in marks its turns "manual": page in the
+	// topic of a turn this recall chose.
 	var tag string
-	for _, ts := range st.Tags {
-		if strings.Contains(ts.Tag, "gomaxprocs") || strings.Contains(ts.Tag, "scheduler") {
-			tag = ts.Tag
+	for _, in := range r.Included {
+		if in.Kind == "turn" && in.Tag != "" {
+			tag = in.Tag
 			break
 		}
 	}
 	if tag == "" {
-		t.Skipf("no scheduler tag among %v", st.Tags)
+		t.Fatalf("no recalled turn carries a topic: %+v", r.Included)
 	}
 	if _, err := s.Expand(context.Background(), ExpandRequest{ConversationID: "c", Tag: tag, Depth: DepthFull}); err != nil {
 		t.Fatal(err)

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/vc-mcp/vc-mcp/index"
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
 )
 
@@ -22,23 +20,6 @@ const (
 	lexicalDepth        = 300 // BM25 hits fetched per query
 	maxTagPostings      = 400 // turns per matched tag scored
 )
-
-// tuning holds the rank-fusion weights. BM25 over the original turns is the
-// strongest single signal; tags bridge vocabulary; the rest nudge. They were
-// set on the LoCoMo dev split (see BENCHMARKS.md) and are not per-query.
-type tuning struct {
-	Lexical, Tags, Dense, Time, Recency float64
-	Neighbor                            float64 // share of a hit's score given to its neighbours
-	Speaker                             float64 // multiplier for turns by a speaker the query names
-	Working                             float64 // multiplier for turns of topics paged in
-	Answer                              float64 // share given to the turn right after a matching question
-	Neighbor2                           float64 // extra decay for neighbours two turns away
-}
-
-var weights = tuning{
-	Lexical: 1.0, Tags: 0.25, Dense: 0.8, Time: 0.6, Recency: 0.05,
-	Neighbor: 0.5, Speaker: 1.25, Working: 1.15, Answer: 1.0, Neighbor2: 0.5,
-}
 
 // candidate is one past turn under consideration for an assembly.
 type candidate struct {
@@ -86,6 +67,7 @@ func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, er
 		defer c.mu.RUnlock()
 	}
 
+	q = anchorDates(msg, q, convs)
 	ranked, matched, signals, err := s.rank(ctx, convs, msg, qvec, q, candidateDepth(budget))
 	if err != nil {
 		return res, err
@@ -100,6 +82,48 @@ func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, er
 	res.TurnIDs, res.Summaries, res.Breakdown, res.Included = a.turnIDs, a.summaries, a.breakdown, a.included
 	res.Breakdown.Budget = budget
 	return res, nil
+}
+
+// anchorDates resolves the message's relative dates ("last week", "two
+// days ago", "in May") against the conversation's own time line when the
+// wall clock finds no turn there: a memory is often recalled long after
+// its sessions, and "last week" then means the week before its latest
+// session. The conversations' read locks are held.
+func anchorDates(msg string, q tagging.Query, convs []*conv) tagging.Query {
+	if q.Since.IsZero() && q.Until.IsZero() || anyTurnIn(convs, q) {
+		return q
+	}
+	var latest time.Time
+	for _, c := range convs {
+		for i := len(c.turns) - 1; i >= 0; i-- {
+			if !c.turns[i].Empty {
+				if w := c.turns[i].When; w.After(latest) {
+					latest = w
+				}
+				break
+			}
+		}
+	}
+	if latest.IsZero() {
+		return q
+	}
+	// End of the latest session's day: "today" includes it.
+	a := tagging.ClassifyQuery(msg, latest)
+	if anyTurnIn(convs, a) {
+		return a
+	}
+	return q
+}
+
+func anyTurnIn(convs []*conv, q tagging.Query) bool {
+	for _, c := range convs {
+		for i := range c.turns {
+			if !c.turns[i].Empty && inRange(c.turns[i].When, q.Since, q.Until) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // candidateDepth is how many lexical and dense hits to fetch: enough to
@@ -163,209 +187,6 @@ func (s *Store) scopeConvs(ctx context.Context, id string, scope Scope) ([]*conv
 	}
 }
 
-// rank scores past turns for a query by fusing ranked lists (reciprocal rank
-// fusion): BM25 over the original turns, tag overlap weighted by IDF,
-// time, speaker and recency. The conversations' read locks are held.
-func (s *Store) rank(ctx context.Context, convs []*conv, msg string, qvec []float32, q tagging.Query, depth int) ([]candidate, []string, []string, error) {
-	byID := map[string]*conv{}
-	ids := make([]string, len(convs))
-	for i, c := range convs {
-		byID[c.id], ids[i] = c, c.id
-	}
-	type key struct {
-		c   *conv
-		seq int
-	}
-	scores := map[key]float64{}
-	add := func(list []key, w float64) {
-		for r, k := range list {
-			scores[k] += w / (rrfK + float64(r+1))
-		}
-	}
-	var signals []string
-
-	// 1. BM25 over original turns.
-	hits, err := s.ix.Search(ctx, index.Query{Text: msg, Conversations: ids, Kinds: []string{"turn"}, Limit: depth})
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("search: %w", err)
-	}
-	lex := make([]key, 0, len(hits))
-	for _, h := range hits {
-		if c := byID[h.Conversation]; c != nil && c.turn(int(h.Seq)) != nil {
-			lex = append(lex, key{c, int(h.Seq)})
-		}
-	}
-	if len(lex) > 0 {
-		signals = append(signals, "bm25")
-	}
-	add(lex, weights.Lexical)
-
-	// 2. Tag overlap, weighted by IDF (rare tags weigh more; related at half;
-	// tags close in meaning by their confidence).
-	terms := index.Analyze(msg)
-	var matched []string
-	tagScore := map[key]float64{}
-	for _, c := range convs {
-		qtags := c.queryTags(terms)
-		if qvec != nil {
-			for _, st := range semanticTags(c, qvec) {
-				if !hasTag(qtags, st.tag) {
-					qtags = append(qtags, st)
-				}
-			}
-		}
-		for _, qt := range qtags {
-			matched = appendUnique(matched, qt.tag)
-			idf := math.Log(1 + float64(len(c.turns))/float64(max(1, c.vocab[qt.tag])))
-			seqs := c.tagSeqs[qt.tag]
-			if len(seqs) > maxTagPostings {
-				seqs = seqs[len(seqs)-maxTagPostings:] // the most recent
-			}
-			for _, seq := range seqs {
-				tagScore[key{c, seq}] += idf * qt.weight
-			}
-		}
-	}
-	if len(tagScore) > 0 {
-		signals = append(signals, "tags")
-		add(sortKeys(tagScore, func(k key) int { return k.seq }), weights.Tags)
-	}
-
-	// 3. Dense: cosine over turn vectors, weighted by how clearly the best
-	// matches stand out.
-	if qvec != nil {
-		for _, c := range convs {
-			seqs, _, conf := denseScores(c, qvec, depth)
-			if conf <= 0 {
-				continue
-			}
-			list := make([]key, len(seqs))
-			for i, seq := range seqs {
-				list[i] = key{c, seq}
-			}
-			add(list, weights.Dense*conf)
-			signals = appendUnique(signals, "dense")
-		}
-	}
-
-	// 4. Time: an explicit date range, or "the first/last time".
-	var timed []key
-	if !q.Since.IsZero() || !q.Until.IsZero() {
-		for k := range scores {
-			t := k.c.turn(k.seq)
-			if inRange(t.When, q.Since, q.Until) {
-				timed = append(timed, k)
-			}
-		}
-		sort.Slice(timed, func(i, j int) bool { return scores[timed[i]] > scores[timed[j]] })
-	}
-	if q.Order != "" {
-		pool := make([]key, 0, len(scores))
-		for k := range scores {
-			pool = append(pool, k)
-		}
-		sort.Slice(pool, func(i, j int) bool {
-			ti, tj := pool[i].c.turn(pool[i].seq).When, pool[j].c.turn(pool[j].seq).When
-			if q.Order == "last" {
-				return ti.After(tj)
-			}
-			return ti.Before(tj)
-		})
-		if len(pool) > 50 {
-			pool = pool[:50]
-		}
-		timed = append(timed, pool...)
-	}
-	if len(timed) > 0 {
-		signals = append(signals, "time")
-		add(timed, weights.Time)
-	}
-
-	// 5. Recency: a light prior towards the latest turns.
-	var recent []key
-	for _, c := range convs {
-		for seq := len(c.turns); seq > 0 && seq > len(c.turns)-20; seq-- {
-			if !c.turns[seq-1].Empty {
-				recent = append(recent, key{c, seq})
-			}
-		}
-	}
-	add(recent, weights.Recency)
-
-	// 6. Neighbours: the turn before or after a strong hit often carries the
-	// question it answers or the answer it prompts.
-	base := make(map[key]float64, len(scores))
-	for k, v := range scores {
-		base[k] = v
-	}
-	for k, v := range base {
-		t := k.c.turn(k.seq)
-		for _, d := range []int{-2, -1, 1, 2} {
-			n := key{k.c, k.seq + d}
-			nt := k.c.turn(n.seq)
-			if nt == nil || nt.Empty || nt.Session != t.Session {
-				continue
-			}
-			share := weights.Neighbor
-			if d == 1 && t.Question {
-				share = weights.Answer // the reply to a matching question
-			}
-			if d == -2 || d == 2 {
-				share *= weights.Neighbor2
-			}
-			if bump := v * share; bump > scores[n]-base[n] {
-				scores[n] = base[n] + bump
-			}
-		}
-	}
-
-	// 7. Boosts: the speaker the question is about, topics paged in.
-	speakers := map[string]bool{}
-	for _, sp := range q.Speakers {
-		for _, c := range convs {
-			if c.speakers[strings.ToLower(sp)] > 0 {
-				speakers[strings.ToLower(sp)] = true
-			}
-		}
-	}
-	if len(speakers) > 0 {
-		signals = append(signals, "speaker")
-	}
-	out := make([]candidate, 0, len(scores))
-	for k, v := range scores {
-		t := k.c.turn(k.seq)
-		if t.Empty {
-			continue
-		}
-		if speakers[strings.ToLower(t.Name)] {
-			v *= weights.Speaker
-		}
-		if k.c.pagedIn(t) {
-			v *= weights.Working
-		}
-		out = append(out, candidate{c: k.c, seq: k.seq, score: v})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].score != out[j].score {
-			return out[i].score > out[j].score
-		}
-		if out[i].c.id != out[j].c.id {
-			return out[i].c.id < out[j].c.id
-		}
-		return out[i].seq > out[j].seq
-	})
-	signals = append(signals, "recency")
-	if matched == nil {
-		matched = []string{}
-	}
-	return out, matched, signals, nil
-}
-
-// inRange reports whether t is in [since, until); zero bounds are open.
-func inRange(t, since, until time.Time) bool {
-	return (since.IsZero() || !t.Before(since)) && (until.IsZero() || t.Before(until))
-}
-
 // sortKeys orders map keys by value, descending, ties by tie() descending.
 func sortKeys[K comparable](m map[K]float64, tie func(K) int) []K {
 	out := make([]K, 0, len(m))
@@ -416,7 +237,7 @@ func (c *conv) queryTags(terms []string) []queryTag {
 			if !allIn(c.tagWords[cand], set) {
 				continue
 			}
-			if c.vocab[cand] > 0 && cand != tagging.General {
+			if c.vocab[cand] > 0 && !c.spreadTag(cand) {
 				weights[cand] = 1
 			}
 			for _, tag := range c.relatedBy[cand] {

@@ -128,7 +128,9 @@ func (s *Store) regenerate(ctx context.Context, c *conv, tag string, progress Pr
 		fresh[i] = &plans[i].rec
 		all[plans[i].rec.ID-1] = fresh[i]
 	}
-	tags := tagsOf(fresh)
+	c.mu.RLock()
+	tags := earnedTags(tagsOf(fresh), all, c.hasRollup) // the topics that earn a rollup (rollups.go)
+	c.mu.RUnlock()
 	total += len(tags)
 	rollups, err := s.rollup(ctx, c.id, tags, fullRollups(tags, all), step)
 	if err != nil {

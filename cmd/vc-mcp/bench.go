@@ -19,6 +19,9 @@ import (
 const benchUsage = `usage:
   vc-mcp bench locomo --data PATH [--budgets 1000,2000,4000,8000] [--conversations conv-26,...]
                       [--methods truncation,bm25,dense,hybrid,vc-mcp] [--model DIR] [--json FILE] [--svg DIR]
+                      [--variants 'name=weight=v,weight=v;name2=...'] (vc-mcp ranking ablations, same run)
+  vc-mcp bench assistant [--budgets 1000,2000,4000] [--conversations 4] [--filler 150] [--seed 1]
+                      [--methods truncation,bm25,vc-mcp] [--variants ...] [--json FILE]
   vc-mcp bench scale [--sizes 1000,10000] [--queries 200] [--binary PATH] [--json FILE] [--svg DIR]
 `
 
@@ -30,19 +33,21 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, benchUsage)
-		return errors.New("bench: name a benchmark: locomo or scale")
+		return errors.New("bench: name a benchmark: locomo, assistant or scale")
 	}
 	switch args[0] {
 	case "locomo":
 		return benchLoCoMo(ctx, args[1:], stdout, stderr)
 	case "scale":
 		return benchScale(ctx, args[1:], stdout, stderr)
+	case "assistant":
+		return benchAssistant(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return nil
 	}
 	fmt.Fprint(stderr, benchUsage)
-	return fmt.Errorf("bench: unknown benchmark %q (want locomo or scale)", args[0])
+	return fmt.Errorf("bench: unknown benchmark %q (want locomo, assistant or scale)", args[0])
 }
 
 func benchLoCoMo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -55,6 +60,7 @@ func benchLoCoMo(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	jsonOut := fs.String("json", "", "also write the full report as JSON to FILE")
 	svgDir := fs.String("svg", "", "write recall-vs-budget.svg into DIR")
 	perQuestion := fs.Bool("per-question", false, "keep per-question scores in the JSON report")
+	variants := fs.String("variants", "", "ranking ablations run beside vc-mcp, ';'-separated NAME=OVERRIDES, e.g. 'nospeaker=speaker=1;noexpand=expand=0' (weights: see memory.Ranking)")
 	modelDir := fs.String("model", "", "embedding model directory for dense, hybrid and vc-mcp's semantic signals (default: the default model dir, used when a model is there)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -104,6 +110,11 @@ func benchLoCoMo(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			}
 		case "vc-mcp":
 			ms = append(ms, bench.VCMCP{Open: bench.StoreOpener(opts)})
+			vs, err := rankingVariants(opts, *variants)
+			if err != nil {
+				return fmt.Errorf("bench locomo: --variants: %w", err)
+			}
+			ms = append(ms, vs...)
 		default:
 			return fmt.Errorf("bench locomo: unknown method %q", name)
 		}
@@ -132,6 +143,105 @@ func benchLoCoMo(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("bench locomo: %d contexts exceeded their token budget (scored 0)", n)
 	}
 	return nil
+}
+
+// benchAssistant runs the assistant-style set (bench.GenerateAssistant)
+// through the same runner and scoring as LoCoMo-R, baselines in the same
+// run.
+func benchAssistant(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench assistant", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	budgets := fs.String("budgets", "1000,2000,4000", "comma-separated token budgets")
+	n := fs.Int("conversations", 4, "conversations to generate")
+	filler := fs.Int("filler", 150, "filler sessions per conversation (distractors)")
+	seed := fs.Uint64("seed", 1, "generator seed")
+	methods := fs.String("methods", "truncation,bm25,vc-mcp", "comma-separated methods: truncation, bm25, vc-mcp")
+	variants := fs.String("variants", "", "ranking ablations run beside vc-mcp, ';'-separated NAME=OVERRIDES (see bench locomo)")
+	jsonOut := fs.String("json", "", "also write the full report as JSON to FILE")
+	modelDir := fs.String("model", "", "embedding model directory for vc-mcp's semantic signals (default: the default model dir, used when a model is there)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	bs, err := parseInts(*budgets)
+	if err != nil {
+		return fmt.Errorf("bench assistant: --budgets: %w", err)
+	}
+	if *n <= 0 || *n > 100 || *filler <= 0 || *filler > 5000 {
+		return errors.New("bench assistant: --conversations must be 1..100 and --filler 1..5000")
+	}
+	counter, err := bench.NewCounter()
+	if err != nil {
+		return fmt.Errorf("bench assistant: %w", err)
+	}
+	emb, err := benchEmbedder(ctx, *modelDir, stderr)
+	if err != nil {
+		return fmt.Errorf("bench assistant: %w", err)
+	}
+	opts := memory.Options{}
+	if emb != nil {
+		opts.Embedder = emb
+	}
+	var ms []bench.Method
+	for _, name := range splitList(*methods) {
+		switch name {
+		case "truncation":
+			ms = append(ms, bench.Truncation{Counter: counter})
+		case "bm25":
+			ms = append(ms, bench.BM25Method{Counter: counter})
+		case "vc-mcp":
+			ms = append(ms, bench.VCMCP{Open: bench.StoreOpener(opts)})
+			vs, err := rankingVariants(opts, *variants)
+			if err != nil {
+				return fmt.Errorf("bench assistant: --variants: %w", err)
+			}
+			ms = append(ms, vs...)
+		default:
+			return fmt.Errorf("bench assistant: unknown method %q", name)
+		}
+	}
+	convs := bench.GenerateAssistant(bench.AssistantOptions{Conversations: *n, Filler: *filler, Seed: *seed})
+	rep, err := bench.RunLoCoMo(ctx, bench.LoCoMoConfig{Conversations: convs, Methods: ms, Budgets: bs, Counter: counter, Progress: stderr})
+	if err != nil {
+		return fmt.Errorf("bench assistant: %w", err)
+	}
+	fmt.Fprintf(stdout, "Assistant-style set (generated, seed %d, %d filler sessions each). Columns reuse LoCoMo's categories:\n"+
+		"open-domain = vocabulary drift (the question names a thing by its later name); adversarial is unused.\n\n", *seed, *filler)
+	if err := rep.WriteMarkdown(stdout); err != nil {
+		return fmt.Errorf("bench assistant: %w", err)
+	}
+	if *jsonOut != "" {
+		if err := writeFileWith(*jsonOut, rep.WriteJSON); err != nil {
+			return fmt.Errorf("bench assistant: %w", err)
+		}
+	}
+	if k := rep.OverBudget(); k > 0 {
+		return fmt.Errorf("bench assistant: %d contexts exceeded their token budget (scored 0)", k)
+	}
+	return nil
+}
+
+// rankingVariants parses "name=overrides;name=overrides" into vc-mcp
+// methods whose stores rank with DefaultRanking plus the overrides.
+func rankingVariants(opts memory.Options, spec string) ([]bench.Method, error) {
+	var out []bench.Method
+	for _, v := range strings.Split(spec, ";") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		name, over, ok := strings.Cut(v, "=")
+		if !ok || strings.TrimSpace(name) == "" {
+			return nil, fmt.Errorf("%q: want NAME=weight=value,...", v)
+		}
+		r, err := memory.ParseRanking(memory.DefaultRanking(), over)
+		if err != nil {
+			return nil, fmt.Errorf("variant %s: %w", name, err)
+		}
+		o := opts
+		o.Ranking = &r
+		out = append(out, bench.VCMCP{Open: bench.StoreOpener(o), Variant: strings.TrimSpace(name)})
+	}
+	return out, nil
 }
 
 func benchScale(ctx context.Context, args []string, stdout, stderr io.Writer) error {

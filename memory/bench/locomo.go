@@ -68,7 +68,13 @@ type Turn struct {
 }
 
 // Line renders a turn the way the baselines put it in their context.
-func (t Turn) Line() string { return t.Speaker + ": " + t.Content }
+// A turn with no speaker name (the assistant-style set) shows its role.
+func (t Turn) Line() string {
+	if t.Speaker == "" {
+		return t.Role + ": " + t.Content
+	}
+	return t.Speaker + ": " + t.Content
+}
 
 // Session is one dated LoCoMo session.
 type Session struct {

@@ -245,9 +245,17 @@ type VCMCP struct {
 	TempDir string
 	// OnIngest, when set, sees every ingest result (for compaction counts).
 	OnIngest func(memory.IngestResult)
+	// Variant names a ranking variant (an ablation); the method is then
+	// reported as "vc-mcp[Variant]".
+	Variant string
 }
 
-func (VCMCP) Name() string { return "vc-mcp" }
+func (m VCMCP) Name() string {
+	if m.Variant != "" {
+		return "vc-mcp[" + m.Variant + "]"
+	}
+	return "vc-mcp"
+}
 
 // IngestRequests maps a conversation to the compact_context calls a client
 // would make: one per session, speaker_a as user and speaker_b as assistant,

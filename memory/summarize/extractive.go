@@ -87,7 +87,8 @@ type sentence struct {
 	score   float64
 	tokens  int
 	terms   []string
-	keep    bool // must be kept if anything is (Single: answers the question)
+	keep    bool     // must be kept if anything is (Single: answers the question)
+	facts   []string // its numbers and names, lowercased: what a pick covers
 	chosen  bool
 	dateNow time.Time
 }
@@ -304,7 +305,8 @@ func (e *Extractive) score(ss []sentence, in Input) {
 		words := strings.Fields(s.text)
 		s.terms = tagging.Terms(s.text)
 		sc := 0.5
-		nums, names := 0, 0
+		nums, names, alpha := 0, 0, 0
+		s.facts = s.facts[:0]
 		for k, w := range words {
 			w = strings.Trim(w, ".,;:!?()[]\"'`*")
 			if w == "" {
@@ -312,10 +314,18 @@ func (e *Extractive) score(ss []sentence, in Input) {
 			}
 			if strings.ContainsAny(w, "0123456789") {
 				nums++
+				s.facts = append(s.facts, strings.ToLower(w))
 			}
 			if k > 0 && isName(w) {
 				names++
+				s.facts = append(s.facts, strings.ToLower(w))
 			}
+			if len(w) > 1 && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
+				alpha++
+			}
+		}
+		if alpha < 3 && names == 0 {
+			sc -= 3 // a fragment of tool output ("(1 row)", "-----+---")
 		}
 		sc += 1.5 * float64(min(nums, 3))
 		sc += 1.2 * float64(min(names, 3))
@@ -506,12 +516,30 @@ func (e *Extractive) fit(ss []sentence, budget int, labelled bool) (string, erro
 		}
 		return sa.score > sb.score
 	})
+	top := byScore[0]
 	used := 0
 	labels := map[int]bool{}
 	var picked []*sentence
-	for _, i := range byScore {
+	covered := map[string]bool{}
+	// Greedy by marginal value: a sentence's score less what the picked
+	// ones already say (its numbers and names already covered), so a
+	// summary carries more distinct facts instead of one fact twice.
+	for len(byScore) > 0 {
+		best, bestV := 0, math.Inf(-1)
+		for j, i := range byScore {
+			s := &ss[i]
+			v := s.score - coverPenalty*float64(coveredFacts(s, covered))
+			if s.keep {
+				v = math.Inf(1)
+			}
+			if v > bestV {
+				best, bestV = j, v
+			}
+		}
+		i := byScore[best]
+		byScore = append(byScore[:best], byScore[best+1:]...)
 		s := &ss[i]
-		if s.score < 0.5 && !s.keep && len(picked) > 0 {
+		if bestV < 0.5 && !s.keep && len(picked) > 0 {
 			break
 		}
 		cost := s.tokens + 1
@@ -530,6 +558,9 @@ func (e *Extractive) fit(ss []sentence, budget int, labelled bool) (string, erro
 		}
 		s.chosen = true
 		picked = append(picked, s)
+		for _, f := range s.facts {
+			covered[f] = true
+		}
 	}
 	// The estimate may be off for a real tokenizer: drop the weakest until
 	// the rendering fits.
@@ -543,7 +574,7 @@ func (e *Extractive) fit(ss []sentence, budget int, labelled bool) (string, erro
 		picked = picked[:len(picked)-1]
 	}
 	// Nothing fits whole: cut the best sentence to the budget.
-	best := &ss[byScore[0]]
+	best := &ss[top]
 	if labelled && best.label != "" {
 		if out, ok := e.cut(best.label+": ", best.text, budget); ok {
 			return out, nil
@@ -553,6 +584,20 @@ func (e *Extractive) fit(ss []sentence, budget int, labelled bool) (string, erro
 		return out, nil
 	}
 	return "", fmt.Errorf("summarize: nothing fits in %d tokens: %w", budget, ErrInvalid)
+}
+
+// coverPenalty is what each already-covered fact takes off a sentence's
+// score when the next one is picked.
+const coverPenalty = 1.2
+
+func coveredFacts(s *sentence, covered map[string]bool) int {
+	n := 0
+	for _, f := range s.facts {
+		if covered[f] {
+			n++
+		}
+	}
+	return n
 }
 
 // dup reports a near-repeat of an already picked sentence (tag rollups

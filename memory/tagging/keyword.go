@@ -476,6 +476,9 @@ func (k *Keyword) wordScore(toks []token, i int, speaker string, greeted bool) (
 	if t.digit && unitSuffix(w) {
 		return -1, false, true
 	}
+	if t.digit && isOrdinal(w) {
+		return 0, false, false // "27th": a date's day, never a topic
+	}
 	if t.lex&(fMonth|fWeekday|fFunction) != 0 || t.lex&fUnit != 0 && i > 0 && toks[i-1].digit {
 		return 0, false, false
 	}
@@ -615,6 +618,19 @@ func numberUnitKey(toks []token, i int) string {
 		return clip(slug(t.low))
 	}
 	return clip(slug(t.low + "-" + toks[i+1].low))
+}
+
+// isOrdinal reports a number written as an ordinal: 1st, 22nd, 3rd, 27th.
+func isOrdinal(w string) bool {
+	j := 0
+	for j < len(w) && w[j] >= '0' && w[j] <= '9' {
+		j++
+	}
+	switch w[j:] {
+	case "st", "nd", "rd", "th":
+		return j > 0
+	}
+	return false
 }
 
 // unitSuffix reports a token like "16gb" or "200ms": digits then a unit.

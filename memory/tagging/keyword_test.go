@@ -34,6 +34,14 @@ func TestKeywordTag(t *testing.T) {
 			wantSource:  "keyword",
 		},
 		{
+			name:        "no ordinals",
+			in:          Input{Text: "The pottery workshop moved from the 14th to the 27th, and the kiln fires on the 3rd."},
+			wantPrimary: "pottery",
+			wantTags:    []string{"kiln"},
+			wantNot:     []string{"14th", "27th", "3rd"},
+			wantSource:  "keyword",
+		},
+		{
 			name:        "reuses vocabulary by plural",
 			in:          Input{Text: "The databases are slow again after lunch.", Vocabulary: map[string]int{"database": 4}},
 			wantPrimary: "database",

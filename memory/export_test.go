@@ -1,6 +1,0 @@
-package memory
-
-// Tuning and Weights expose the rank-fusion weights to the tuning test.
-type Tuning = tuning
-
-var Weights = &weights
