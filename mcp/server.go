@@ -104,7 +104,9 @@ func newServer(mem Memory, opts Options) (*mcpserver.MCPServer, *subscriptions) 
 		s.AddPrompt(p.Prompt, p.Handler)
 	}
 	subs.srv = s
-	go subs.run(mem.Watch(context.Background())) // ends when the store closes
+	if mem != nil { // nil: a server that only describes itself (the stdio bridge's initialize answer)
+		go subs.run(mem.Watch(context.Background())) // ends when the store closes
+	}
 	return s, subs
 }
 
