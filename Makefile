@@ -15,7 +15,7 @@ LOCOMO  ?= ../shared/bench/locomo/locomo-dev.json
 # -race needs cgo and a C compiler; leave it out where there is none.
 RACE    ?= $(shell command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo -race)
 
-.PHONY: build run test cross release release-check conformance model refenv bench fmt lint clean
+.PHONY: deps build run test cross release release-check conformance model refenv bench fmt lint clean
 
 ## build: static, cgo-free binary at bin/vc-mcp
 build:
@@ -39,8 +39,13 @@ run: build
 	  "Ctrl-C stops the server." "" >&2
 	@exec $(ABS_BIN) serve --http $(ADDR) $(DATA_FLAG)
 
-## test: vet (also for darwin and windows) and every test, end-to-end tests included
-test: cross
+## deps: the system packages the tests need (installed with apt as root, else named)
+deps:
+	.ci/deps
+
+## test: install what the tests need (system packages, the real model, the reference and
+## SDK venvs; each step is cached), vet (also for darwin and windows), then every test
+test: deps model refenv sdk-venv cross
 	$(GO) vet ./...
 	$(GO) test $(RACE) -timeout 25m ./...
 
@@ -101,4 +106,3 @@ $(VENV)/.installed: proxy/testdata/requirements.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --disable-pip-version-check -q -r proxy/testdata/requirements.txt
 	touch $@
-test: sdk-venv
