@@ -47,6 +47,8 @@ usage:
   vc-mcp cost-report ...     report LLM usage and cost
   vc-mcp summaries regenerate [--conversation ID] [--tag T]
                              rebuild summaries from the master logs
+  vc-mcp export --format markdown --out DIR [--conversation ID]
+                             write memory as Markdown, one directory per topic
   vc-mcp version [--json]    print the version and commit
   vc-mcp help [command]      this help; "vc-mcp serve -h" lists every flag
 
@@ -73,6 +75,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runCostReport(ctx, args, stdout, stderr)
 	case "summaries":
 		return runSummaries(ctx, args, stdout, stderr)
+	case "export":
+		return runExportMarkdown(ctx, args, stdin, stdout, stderr)
 	case "version", "--version":
 		return runVersion(ctx, args, stdin, stdout, stderr)
 	case "help", "-h", "--help":
