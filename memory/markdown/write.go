@@ -26,6 +26,9 @@ func WriteConversation(out string, v memory.ConversationView) (changed bool, err
 	}
 	cleanLeftovers(out, name)
 	dst := filepath.Join(out, name)
+	if _, err := os.Stat(dst); err == nil && !ours(dst) {
+		return false, fmt.Errorf("markdown: refusing to replace %s: it exists and was not written by vc-mcp (choose an empty or dedicated output directory)", dst)
+	}
 	if same, err := sameTree(dst, files); err != nil {
 		return false, err
 	} else if same {
