@@ -91,7 +91,7 @@ var settingKeys = []settingKey{
 		help: "Append logs (JSON lines) to this file instead of stderr.",
 		set:  func(c *settings, v string) error { c.LogFile = v; return nil }},
 	{name: "markdown_mirror", env: "VC_MARKDOWN_MIRROR", flag: "markdown-mirror", def: constant(""),
-		help: "serve keeps a Markdown view of memory in this directory (one directory per conversation and per tag, see Markdown view), rewritten as memory changes. It is never read back.",
+		help: "Directory where `serve` keeps a Markdown view of memory up to date (see Markdown view); it is never read back. Empty = no mirror.",
 		set:  func(c *settings, v string) error { c.MarkdownMirror = v; return nil }},
 	{name: "http", env: "VC_HTTP", flag: "http", def: constant(""),
 		help: "Serve Streamable HTTP at `/mcp` and legacy SSE at `/sse` on this address (e.g. `127.0.0.1:5757`) instead of stdio.",
