@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vc-mcp/vc-mcp/memory"
 )
@@ -62,19 +62,7 @@ func ingest(t testing.TB, s *memory.Store, conv string, msgs []memory.Message, f
 // readTree returns every file under dir by slash path.
 func readTree(t testing.TB, dir string) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		out[filepath.ToSlash(rel)] = string(b)
-		return nil
-	})
+	out, err := tryReadTree(dir)
 	if err != nil {
 		t.Fatalf("read %s: %v", dir, err)
 	}
@@ -109,7 +97,10 @@ func diffTrees(t testing.TB, got, want map[string]string) {
 // TestExportGolden pins the whole exported tree of the shared conversation,
 // byte for byte: part compacted into segments, the rest in the active tail.
 func TestExportGolden(t *testing.T) {
-	s := openStore(t, memory.Options{ProtectedTurns: 4})
+	// A fixed clock: the master log records when each turn was stored, so
+	// its byte ranges depend on it.
+	clock := func() time.Time { return time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC) }
+	s := openStore(t, memory.Options{ProtectedTurns: 4, Now: clock})
 	msgs := fixture(t)
 	ingest(t, s, "golden", msgs[:16], true)
 	ingest(t, s, "golden", msgs[16:], false)

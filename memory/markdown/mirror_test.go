@@ -3,6 +3,7 @@ package markdown
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,11 +44,10 @@ func waitMirrored(t *testing.T, s *memory.Store, out, conv string) map[string]st
 			want[p] = string(b)
 		}
 		dir := filepath.Join(out, SafeName(conv))
-		var got map[string]string
-		if _, err := os.Stat(filepath.Join(dir, IndexFile)); err == nil {
-			got = readTree(t, dir)
-		}
-		if equalTrees(got, want) {
+		// The mirror may be swapping the directory right now: a tree that
+		// cannot be read whole is read again.
+		got, err := tryReadTree(dir)
+		if err == nil && equalTrees(got, want) {
 			return got
 		}
 		if time.Now().After(deadline) {
@@ -56,6 +56,23 @@ func waitMirrored(t *testing.T, s *memory.Store, out, conv string) map[string]st
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+func tryReadTree(dir string) (map[string]string, error) {
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		out[filepath.ToSlash(rel)] = string(b)
+		return nil
+	})
+	return out, err
 }
 
 func equalTrees(a, b map[string]string) bool {
