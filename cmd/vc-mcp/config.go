@@ -32,6 +32,7 @@ type settings struct {
 	MaxMessageBytes     int
 	LogLevel            string
 	LogFile             string
+	MarkdownMirror      string
 	HTTPAddr            string
 	AllowRemote         bool
 	AllowOrigins        []string
@@ -100,6 +101,9 @@ var settingKeys = []settingKey{
 	{name: "log_file", env: "VC_LOG_FILE", flag: "log-file", def: constant(""),
 		help: "Append logs (JSON lines) to this file instead of stderr.",
 		set:  func(c *settings, v string) error { c.LogFile = v; return nil }},
+	{name: "markdown_mirror", env: "VC_MARKDOWN_MIRROR", flag: "markdown-mirror", def: constant(""),
+		help: "Directory where `serve` keeps a Markdown view of memory up to date (see Markdown view); it is never read back. Empty = no mirror.",
+		set:  func(c *settings, v string) error { c.MarkdownMirror = v; return nil }},
 	{name: "http", env: "VC_HTTP", flag: "http", def: constant(""),
 		help: "Serve Streamable HTTP at `/mcp` and legacy SSE at `/sse` on this address (e.g. `127.0.0.1:5757`) instead of stdio.",
 		set:  func(c *settings, v string) error { c.HTTPAddr = v; return nil }},
@@ -341,6 +345,16 @@ func loadConfig(name string, args []string, getenv func(string) string, stderr i
 		return settings{}, nil, fmt.Errorf("data_dir: %w", err)
 	}
 	c.DataDir = abs
+	if c.MarkdownMirror != "" {
+		m, err := filepath.Abs(c.MarkdownMirror)
+		if err != nil {
+			return settings{}, nil, fmt.Errorf("markdown_mirror: %w", err)
+		}
+		if m == c.DataDir {
+			return settings{}, nil, errors.New("markdown_mirror: must not be the data directory; choose a directory of its own")
+		}
+		c.MarkdownMirror = m
+	}
 	return c, fs.Args(), nil
 }
 

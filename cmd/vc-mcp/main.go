@@ -50,6 +50,8 @@ usage:
                              rebuild summaries from the master logs
   vc-mcp daemon status|stop  the shared server every stdio host of a data dir uses
   vc-mcp import [--format chatgpt|claude] FILE   import ChatGPT or Claude history
+  vc-mcp export --format markdown --out DIR [--conversation ID]
+                             write memory as Markdown, one directory per topic
   vc-mcp version [--json]    print the version and commit
   vc-mcp help [command]      this help; "vc-mcp serve -h" lists every flag
 
@@ -82,6 +84,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runSummaries(ctx, args, stdout, stderr)
 	case "import":
 		return runImport(ctx, args, stdin, stdout, stderr)
+	case "export":
+		return runExportMarkdown(ctx, args, stdin, stdout, stderr)
 	case "version", "--version":
 		return runVersion(ctx, args, stdin, stdout, stderr)
 	case "help", "-h", "--help":

@@ -17,6 +17,7 @@ import (
 
 	"github.com/vc-mcp/vc-mcp/mcp"
 	"github.com/vc-mcp/vc-mcp/memory"
+	"github.com/vc-mcp/vc-mcp/memory/markdown"
 )
 
 // lockTimeout bounds how long serve waits for another process to release
@@ -79,6 +80,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	log.Info("memory opened", "data_dir", cfg.DataDir, "version", buildVersion())
 
+	stopMirror := startMarkdownMirror(ctx, store, cfg, log)
 	srv := mcp.NewServer(store, mcp.Options{Version: buildVersion(), Logger: log, Sampling: sm.sampling})
 	if httpListener != nil {
 		stopOwner := serveSocket(ctx, srv, cfg, httpListener.Addr().String(), log)
@@ -88,6 +90,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	} else {
 		err = mcp.ServeStdioWith(ctx, srv, stdin, stdout, mcp.StdioOptions{Logger: log, MaxLineBytes: cfg.MaxLineBytes})
 	}
+	stopMirror()
 	if cerr := store.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close %s: %w", cfg.DataDir, cerr))
 	}
@@ -168,4 +171,27 @@ func newLogger(cfg settings, stderr io.Writer) (*slog.Logger, func(), error) {
 		w, closeFn = f, func() { f.Close() }
 	}
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})), closeFn, nil
+}
+
+// startMarkdownMirror runs the Markdown mirror when markdown_mirror is set;
+// the returned function stops it after it has written what is pending (call
+// it before closing the store).
+func startMarkdownMirror(ctx context.Context, store *memory.Store, cfg settings, log *slog.Logger) func() {
+	if cfg.MarkdownMirror == "" {
+		return func() {}
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	m := &markdown.Mirror{Src: store, Dir: cfg.MarkdownMirror, Logger: log}
+	go func() {
+		defer close(done)
+		if err := m.Run(mctx); err != nil {
+			log.Error("markdown mirror stopped", "dir", cfg.MarkdownMirror, "err", err)
+		}
+	}()
+	log.Info("markdown mirror", "dir", cfg.MarkdownMirror)
+	return func() {
+		cancel()
+		<-done
+	}
 }

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMarkdownMirrorOverStdio: serve --markdown-mirror writes the Markdown
+// view of what a client stores and compacts over the real protocol.
+func TestMarkdownMirrorOverStdio(t *testing.T) {
+	mirror := filepath.Join(t.TempDir(), "md")
+	s := startStdio(t, t.TempDir(), "--markdown-mirror", mirror)
+	msgs := []any{
+		msg("user", "We should migrate the Postgres database to version 16 before the May release."),
+		msg("assistant", "Agreed: pg_upgrade in link mode, Marco owns the staging rehearsal."),
+	}
+	for i := range 8 {
+		msgs = append(msgs, msg([]string{"user", "assistant"}[i%2], fmt.Sprintf("My dog Rex has vet appointment number %d on Thursday.", i)))
+	}
+	mustOK(t, s.c, "compact_context", map[string]any{"messages": msgs, "force": true})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		idx, _ := os.ReadFile(filepath.Join(mirror, "default", "index.md"))
+		segs, _ := filepath.Glob(filepath.Join(mirror, "default", "*", "s1.md"))
+		if strings.Contains(string(idx), "turns: 10") && len(segs) == 1 {
+			seg, err := os.ReadFile(segs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(seg), "log: logs/default.jsonl") {
+				t.Fatalf("segment file:\n%s", seg)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			var files []string
+			_ = filepath.WalkDir(mirror, func(p string, _ fs.DirEntry, _ error) error { files = append(files, p); return nil })
+			t.Fatalf("mirror not written; files %v; index:\n%s\nserver stderr:\n%s", files, idx, s.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
