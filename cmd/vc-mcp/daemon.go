@@ -147,7 +147,9 @@ func runOwner(ctx context.Context, args []string, stderr io.Writer) error {
 	log.Info("serving the shared memory", "data_dir", cfg.DataDir, "socket", share.SocketPath(cfg.DataDir), "version", buildVersion(), "idle", idle)
 	srv := mcp.NewServer(store, mcp.Options{Version: buildVersion(), Logger: log, Sampling: sm.sampling})
 	owner := &share.Owner{Server: srv, Version: buildVersion(), Kind: "daemon", DataDir: cfg.DataDir, Idle: idle, Log: log}
+	stopMirror := startMarkdownMirror(ctx, store, cfg, log)
 	err = owner.Serve(ctx, l)
+	stopMirror()
 	if cerr := store.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close %s: %w", cfg.DataDir, cerr))
 	}

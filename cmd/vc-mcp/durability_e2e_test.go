@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vc-mcp/vc-mcp/share"
 )
 
 // The review's reproduction through the binary: 8 garbage bytes inside
@@ -26,6 +28,7 @@ func TestDamagedLogThroughTheBinary(t *testing.T) {
 	}
 	mustOK(t, s.c, "compact_context", map[string]any{"messages": batch})
 	s.c.Close()
+	stopShared(t, dir) // the shared server holds the conversation loaded
 
 	path := filepath.Join(dir, "logs", "default.jsonl")
 	data, err := os.ReadFile(path)
@@ -66,8 +69,9 @@ func TestDamagedLogThroughTheBinary(t *testing.T) {
 	}
 	s2 := startStdio(t, dir)
 	check("serve", s2, 1, 24, 26, 50)
-	if !strings.Contains(s2.stderr.String(), "damaged record skipped") {
-		t.Fatalf("serve did not say what it skipped:\n%s", s2.stderr.String())
+	daemonLog, _ := os.ReadFile(share.LogFile(dir)) // the shared server that loaded the log
+	if said := s2.stderr.String() + string(daemonLog); !strings.Contains(said, "damaged record skipped") {
+		t.Fatalf("serve did not say what it skipped:\n%s", said)
 	}
 	s2.c.Close()
 

@@ -245,6 +245,8 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	stopSocket := serveSocket(ctx, mcpSrv, cfg, listeners[0].Addr().String(), log)
 	defer stopSocket()
 	release()
+	stopMirror := startMarkdownMirror(ctx, store, cfg, log)
+	defer stopMirror()
 	mcpH := mcp.NewHTTPHandler(mcpSrv, mcp.HTTPOptions{AllowedOrigins: cfg.AllowOrigins, Logger: log})
 	dash, err := dashboard.New(dashboard.Options{Journal: journal, Memory: store, AllowedOrigins: cfg.AllowOrigins, Logger: log})
 	if err != nil {

@@ -99,6 +99,21 @@ var quiesced sync.Map // test name + data dir -> true
 // quiesce registers, once per test and data directory, a cleanup that
 // stops the shared server and waits until no process holds dir. Call it
 // before starting the first host on dir, so it runs after their cleanups.
+// stopShared stops the shared server of dir (if any) and waits until no
+// process holds the data directory, so a test can change its files.
+func stopShared(t testing.TB, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		_, err := share.Stop(context.Background(), dir, "")
+		if errors.Is(err, share.ErrNoOwner) && !holderAlive(dir) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("a vc-mcp process still holds %s", dir)
+}
+
 func quiesce(t testing.TB, dir string) {
 	if _, loaded := quiesced.LoadOrStore(t.Name()+"\x00"+dir, true); loaded {
 		return
