@@ -87,6 +87,13 @@ func runExportMarkdown(ctx context.Context, args []string, stdin io.Reader, stdo
 	defer closeLog()
 	opts := memoryOptions(cfg, log)
 	opts.Embedder = nil // reading needs no vectors
+	// A shared server holding the data directory hands it over for the
+	// export; its hosts wait and reconnect.
+	release, err := exclusive(ctx, cfg, &opts)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer release()
 	store, err := memory.Open(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", cfg.DataDir, err)

@@ -89,6 +89,13 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if opts.Scrubber, err = scrubberFor(cfg); err != nil {
 		return err
 	}
+	// A shared server holding the data directory hands it over for the
+	// import; its hosts wait and reconnect.
+	release, err := exclusive(ctx, cfg, &opts)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	defer release()
 	store, err := memory.Open(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", cfg.DataDir, err)

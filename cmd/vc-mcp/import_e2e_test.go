@@ -70,3 +70,24 @@ func TestImportCLIErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestImportWhileHostsRun imports into a data directory a stdio host is
+// using: the shared server pauses for the import, and the same host then
+// finds the imported chat and still has what it stored before.
+func TestImportWhileHostsRun(t *testing.T) {
+	dir := t.TempDir()
+	s := startStdio(t, dir)
+	mustOK(t, s.c, "compact_context", map[string]any{"messages": []any{msg("user", "Before the import: the walrusword7 note.")}})
+	fixtures := filepath.Join("..", "..", "memory", "testdata", "import")
+	out, _ := runCLI(t, "import", "--format", "chatgpt", filepath.Join(fixtures, "chatgpt.json"), "--data-dir", dir)
+	if !strings.Contains(out, "imported 2 conversation(s)") {
+		t.Fatalf("import beside a running host: got %q", out)
+	}
+	got := text(mustOK(t, s.c, "find_quote", map[string]any{"conversation_id": "chatgpt:trip-to-kyoto-6743a1b2", "query": "Kiyomizu temple"}))
+	if !strings.Contains(got, "Kiyomizu") {
+		t.Errorf("the host does not see the import: %s", got)
+	}
+	if got := text(mustOK(t, s.c, "find_quote", map[string]any{"query": "walrusword7"})); !strings.Contains(got, "walrusword7") {
+		t.Errorf("the host lost what it stored before the import: %s", got)
+	}
+}
