@@ -154,7 +154,7 @@ func holderAlive(dir string) bool {
 	if json.Unmarshal(b, &h) != nil || h.PID <= 0 {
 		return false
 	}
-	return syscall.Kill(h.PID, 0) == nil
+	return processAlive(h.PID)
 }
 
 func envValue(env []string, key string) string {
@@ -295,7 +295,9 @@ func TestSharedHostsSurviveKill(t *testing.T) {
 	if err := hosts[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
+	if p, err := os.FindProcess(st.PID); err != nil {
+		t.Fatalf("find the shared server: %v", err)
+	} else if err := p.Kill(); err != nil { // SIGKILL on unix
 		t.Fatalf("kill the shared server: %v", err)
 	}
 	wg.Wait()
