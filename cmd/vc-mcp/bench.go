@@ -80,44 +80,9 @@ func benchLoCoMo(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return fmt.Errorf("bench locomo: %w", err)
 	}
-	counter, err := bench.NewCounter()
+	counter, ms, err := benchMethods(ctx, "bench locomo", *methods, *modelDir, *variants, stderr)
 	if err != nil {
-		return fmt.Errorf("bench locomo: %w", err)
-	}
-	emb, err := benchEmbedder(ctx, *modelDir, stderr)
-	if err != nil {
-		return fmt.Errorf("bench locomo: %w", err)
-	}
-	opts := memory.Options{}
-	if emb != nil {
-		opts.Embedder = emb
-	}
-	var ms []bench.Method
-	for _, name := range splitList(*methods) {
-		switch name {
-		case "truncation":
-			ms = append(ms, bench.Truncation{Counter: counter})
-		case "bm25":
-			ms = append(ms, bench.BM25Method{Counter: counter})
-		case "dense", "hybrid":
-			switch {
-			case emb == nil:
-				fmt.Fprintf(stderr, "bench locomo: no embedding model: skipping %s\n", name)
-			case name == "dense":
-				ms = append(ms, bench.Dense{Counter: counter, Embedder: emb})
-			default:
-				ms = append(ms, bench.Hybrid{Counter: counter, Embedder: emb})
-			}
-		case "vc-mcp":
-			ms = append(ms, bench.VCMCP{Open: bench.StoreOpener(opts)})
-			vs, err := rankingVariants(opts, *variants)
-			if err != nil {
-				return fmt.Errorf("bench locomo: --variants: %w", err)
-			}
-			ms = append(ms, vs...)
-		default:
-			return fmt.Errorf("bench locomo: unknown method %q", name)
-		}
+		return err
 	}
 	rep, err := bench.RunLoCoMo(ctx, bench.LoCoMoConfig{
 		Conversations: selected, Methods: ms, Budgets: bs, Counter: counter,
@@ -155,7 +120,7 @@ func benchAssistant(ctx context.Context, args []string, stdout, stderr io.Writer
 	n := fs.Int("conversations", 4, "conversations to generate")
 	filler := fs.Int("filler", 150, "filler sessions per conversation (distractors)")
 	seed := fs.Uint64("seed", 1, "generator seed")
-	methods := fs.String("methods", "truncation,bm25,vc-mcp", "comma-separated methods: truncation, bm25, vc-mcp")
+	methods := fs.String("methods", "truncation,bm25,vc-mcp", "comma-separated methods: truncation, bm25, dense, hybrid (with a model), vc-mcp")
 	variants := fs.String("variants", "", "ranking ablations run beside vc-mcp, ';'-separated NAME=OVERRIDES (see bench locomo)")
 	jsonOut := fs.String("json", "", "also write the full report as JSON to FILE")
 	modelDir := fs.String("model", "", "embedding model directory for vc-mcp's semantic signals (default: the default model dir, used when a model is there)")
@@ -169,35 +134,9 @@ func benchAssistant(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *n <= 0 || *n > 100 || *filler <= 0 || *filler > 5000 {
 		return errors.New("bench assistant: --conversations must be 1..100 and --filler 1..5000")
 	}
-	counter, err := bench.NewCounter()
+	counter, ms, err := benchMethods(ctx, "bench assistant", *methods, *modelDir, *variants, stderr)
 	if err != nil {
-		return fmt.Errorf("bench assistant: %w", err)
-	}
-	emb, err := benchEmbedder(ctx, *modelDir, stderr)
-	if err != nil {
-		return fmt.Errorf("bench assistant: %w", err)
-	}
-	opts := memory.Options{}
-	if emb != nil {
-		opts.Embedder = emb
-	}
-	var ms []bench.Method
-	for _, name := range splitList(*methods) {
-		switch name {
-		case "truncation":
-			ms = append(ms, bench.Truncation{Counter: counter})
-		case "bm25":
-			ms = append(ms, bench.BM25Method{Counter: counter})
-		case "vc-mcp":
-			ms = append(ms, bench.VCMCP{Open: bench.StoreOpener(opts)})
-			vs, err := rankingVariants(opts, *variants)
-			if err != nil {
-				return fmt.Errorf("bench assistant: --variants: %w", err)
-			}
-			ms = append(ms, vs...)
-		default:
-			return fmt.Errorf("bench assistant: unknown method %q", name)
-		}
+		return err
 	}
 	convs := bench.GenerateAssistant(bench.AssistantOptions{Conversations: *n, Filler: *filler, Seed: *seed})
 	rep, err := bench.RunLoCoMo(ctx, bench.LoCoMoConfig{Conversations: convs, Methods: ms, Budgets: bs, Counter: counter, Progress: stderr})
@@ -292,7 +231,7 @@ func benchScale(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // benchEmbedder loads the embedding model in dir. With no dir it tries the
 // default model directory and returns nil (lexical only) when no model is
 // there; an explicit dir that does not load is an error.
-func benchEmbedder(ctx context.Context, dir string, stderr io.Writer) (*embed.Model, error) {
+func benchEmbedder(ctx context.Context, cmd, dir string, stderr io.Writer) (*embed.Model, error) {
 	explicit := dir != ""
 	if !explicit {
 		dir = embed.DefaultDir()
@@ -300,14 +239,14 @@ func benchEmbedder(ctx context.Context, dir string, stderr io.Writer) (*embed.Mo
 	m, err := embed.Load(ctx, dir, nil)
 	switch {
 	case err == nil:
-		fmt.Fprintf(stderr, "bench locomo: embedding model %s (%d dims)\n", dir, m.Dim())
+		fmt.Fprintf(stderr, "%s: embedding model %s (%d dims)\n", cmd, dir, m.Dim())
 		return m, nil
 	case explicit:
 		return nil, fmt.Errorf("load embedding model: %w", err)
 	case errors.Is(err, embed.ErrNoModel):
 		return nil, nil
 	}
-	fmt.Fprintf(stderr, "bench locomo: embedding model at %s not usable (%v): lexical only\n", dir, err)
+	fmt.Fprintf(stderr, "%s: embedding model at %s not usable (%v): lexical only\n", cmd, dir, err)
 	return nil, nil
 }
 
@@ -387,4 +326,50 @@ func writeSVG(dir, name string, c bench.Chart) error {
 		_, err := w.Write(c.SVG())
 		return err
 	})
+}
+
+// benchMethods builds the methods a benchmark compares, by name (truncation,
+// bm25, dense, hybrid, vc-mcp and its --variants), with the embedding model
+// of modelDir when there is one; cmd prefixes errors and notes.
+func benchMethods(ctx context.Context, cmd, names, modelDir, variants string, stderr io.Writer) (*bench.Counter, []bench.Method, error) {
+	counter, err := bench.NewCounter()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	emb, err := benchEmbedder(ctx, cmd, modelDir, stderr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	opts := memory.Options{}
+	if emb != nil {
+		opts.Embedder = emb
+	}
+	var ms []bench.Method
+	for _, name := range splitList(names) {
+		switch name {
+		case "truncation":
+			ms = append(ms, bench.Truncation{Counter: counter})
+		case "bm25":
+			ms = append(ms, bench.BM25Method{Counter: counter})
+		case "dense", "hybrid":
+			switch {
+			case emb == nil:
+				fmt.Fprintf(stderr, "%s: no embedding model: skipping %s\n", cmd, name)
+			case name == "dense":
+				ms = append(ms, bench.Dense{Counter: counter, Embedder: emb})
+			default:
+				ms = append(ms, bench.Hybrid{Counter: counter, Embedder: emb})
+			}
+		case "vc-mcp":
+			ms = append(ms, bench.VCMCP{Open: bench.StoreOpener(opts)})
+			vs, err := rankingVariants(opts, variants)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: --variants: %w", cmd, err)
+			}
+			ms = append(ms, vs...)
+		default:
+			return nil, nil, fmt.Errorf("%s: unknown method %q", cmd, name)
+		}
+	}
+	return counter, ms, nil
 }
