@@ -108,19 +108,9 @@ func (s *Store) decisionsPath(id string) string {
 // openDecisionLog opens (creating) a decisions file for appending. A torn
 // last line is cut; damaged complete lines stay where they are.
 func openDecisionLog(path string) (*decisionLog, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("create decisions directory: %w", err)
-	}
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := openAppendOnly(path, "decisions log")
 	if err != nil {
-		return nil, fmt.Errorf("open decisions log: %w", err)
-	}
-	if errors.Is(statErr, os.ErrNotExist) {
-		if err := syncDir(filepath.Dir(path)); err != nil {
-			_ = f.Close()
-			return nil, err
-		}
+		return nil, err
 	}
 	res, err := scanDecisions(f, 0, nil)
 	if err != nil {

@@ -201,22 +201,32 @@ func (l *masterLog) release() error {
 }
 
 func openMasterLog(path string) (*masterLog, error) {
+	f, err := openAppendOnly(path, "master log")
+	if err != nil {
+		return nil, err
+	}
+	return &masterLog{path: path, f: f}, nil
+}
+
+// openAppendOnly opens (creating, owner-only) one of the store's append-only
+// files, the master and decisions logs. A new file's directory entry is
+// fsync'd so the file itself survives a crash.
+func openAppendOnly(path, what string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("create log directory: %w", err)
+		return nil, fmt.Errorf("create %s directory: %w", what, err)
 	}
 	_, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("open master log: %w", err)
+		return nil, fmt.Errorf("open %s: %w", what, err)
 	}
 	if errors.Is(statErr, os.ErrNotExist) {
-		// A new file's directory entry must be durable too.
 		if err := syncDir(filepath.Dir(path)); err != nil {
 			_ = f.Close()
 			return nil, err
 		}
 	}
-	return &masterLog{path: path, f: f}, nil
+	return f, nil
 }
 
 // appendRecords writes records at offset end (the log's committed size) and

@@ -89,6 +89,13 @@ func (anthropic) parse(raw json.RawMessage) (message, error) {
 }
 
 func (anthropic) strip(raw json.RawMessage) (json.RawMessage, string) {
+	return stripAssistantMarker(raw)
+}
+
+// stripAssistantMarker removes the session marker from an assistant message whose
+// "content" is a string or text blocks (the Anthropic and OpenAI shapes),
+// returning the session id it carried.
+func stripAssistantMarker(raw json.RawMessage) (json.RawMessage, string) {
 	if !strings.Contains(string(raw), "vc:session=") {
 		return raw, ""
 	}

@@ -83,21 +83,7 @@ func (openAI) parse(raw json.RawMessage) (message, error) {
 	return out, nil
 }
 
-func (openAI) strip(raw json.RawMessage) (json.RawMessage, string) {
-	if !strings.Contains(string(raw), "vc:session=") {
-		return raw, ""
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil || jsonString(m["role"]) != "assistant" {
-		return raw, ""
-	}
-	content, id := stripContent(m["content"])
-	if id == "" {
-		return raw, ""
-	}
-	m["content"] = content
-	return mustJSON(m), id
-}
+func (openAI) strip(raw json.RawMessage) (json.RawMessage, string) { return stripAssistantMarker(raw) }
 
 func (openAI) system(_ map[string]json.RawMessage, msgs []json.RawMessage, text string) ([]json.RawMessage, error) {
 	// After the client's own leading system messages: their prefix (and
