@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +39,9 @@ type Bridge struct {
 
 	outMu sync.Mutex
 	out   io.Writer
+
+	nonceOnce sync.Once
+	nonceVal  string
 
 	mu          sync.Mutex
 	cond        *sync.Cond
@@ -190,6 +195,9 @@ func (b *Bridge) fromHost(ctx context.Context, line []byte) {
 		default:
 		}
 		return
+	}
+	if isRequest && m.tool() == "compact_context" {
+		line = b.stampMessageIDs(m, line)
 	}
 	if isRequest {
 		b.ifMu.Lock()
@@ -381,4 +389,71 @@ func withID(line []byte, id json.RawMessage) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// stampMessageIDs gives every message of a compact_context call that has no
+// id one unique to this bridge, this request and its place in the batch, so
+// that re-sending the call after a hand-over (the previous server may have
+// stored it before it died) stores each message exactly once. Without ids,
+// a single new message sent again would be kept as a repeated message.
+func (b *Bridge) stampMessageIDs(m message, line []byte) []byte {
+	var params map[string]json.RawMessage
+	if json.Unmarshal(m.Params, &params) != nil {
+		return line
+	}
+	var args map[string]json.RawMessage
+	if json.Unmarshal(params["arguments"], &args) != nil {
+		return line
+	}
+	var msgs []map[string]json.RawMessage
+	if json.Unmarshal(args["messages"], &msgs) != nil {
+		return line
+	}
+	changed := false
+	for i, msg := range msgs {
+		if msg == nil {
+			continue
+		}
+		if _, ok := msg["id"]; ok {
+			continue
+		}
+		id, _ := json.Marshal(fmt.Sprintf("bridge:%s:%s:%d", b.nonce(), m.ID, i))
+		msg["id"] = id
+		changed = true
+	}
+	if !changed {
+		return line
+	}
+	var err error
+	if args["messages"], err = json.Marshal(msgs); err != nil {
+		return line
+	}
+	if params["arguments"], err = json.Marshal(args); err != nil {
+		return line
+	}
+	var whole map[string]json.RawMessage
+	if json.Unmarshal(line, &whole) != nil {
+		return line
+	}
+	if whole["params"], err = json.Marshal(params); err != nil {
+		return line
+	}
+	out, err := json.Marshal(whole)
+	if err != nil {
+		return line
+	}
+	if bytes.HasSuffix(line, []byte("\n")) {
+		out = append(out, '\n')
+	}
+	return out
+}
+
+// nonce is this bridge's random id, made once.
+func (b *Bridge) nonce() string {
+	b.nonceOnce.Do(func() {
+		var r [8]byte
+		_, _ = rand.Read(r[:])
+		b.nonceVal = hex.EncodeToString(r[:])
+	})
+	return b.nonceVal
 }
