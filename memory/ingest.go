@@ -138,8 +138,10 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 // newInputs returns the indexes of the inputs that are not stored yet.
 // c.mu is held.
 //
-// A message with a client id is stored once per id, and one with a
-// timestamp once per role, name, content and timestamp. Messages without
+// A message with an id (from a client, or stamped by the shared server's
+// bridge so that a call re-sent after a hand-over is exact) is stored once
+// per id, and one with a timestamp once per role, name, content and
+// timestamp; the resend rules below look at content alone, ids aside. Messages without
 // either are matched only where a resend can be told from a new message: the longest run of stored turns at the end of
 // the conversation that equals the start of the batch is a resend (a
 // client sending its whole history, or the last exchange again after a
@@ -150,14 +152,17 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 // turns. A client that can resend a lone short message should give it an id
 // or a timestamp.
 func (c *conv) newInputs(inputs []turnInput) []int {
+	// Resends are told by content (ids aside: a shared-server bridge stamps
+	// its own ids, and a client resending its history gets new ones); ids
+	// then make a retried call exact.
 	keys := make([]string, len(inputs))
 	for i, in := range inputs {
-		keys[i] = inputKey(in.ID, hex.EncodeToString(in.Hash[:]))
+		keys[i] = inputKey("", hex.EncodeToString(in.Hash[:]))
 	}
 	var stored []string // the newest len(inputs) readable turns, oldest first
 	for seq := len(c.turns); seq > 0 && len(stored) < len(inputs); seq-- {
 		if t := c.turn(seq); !t.Damaged {
-			stored = append(stored, inputKey(t.ID, t.Hash))
+			stored = append(stored, inputKey("", t.Hash))
 		}
 	}
 	slices.Reverse(stored)
@@ -175,12 +180,13 @@ func (c *conv) newInputs(inputs []turnInput) []int {
 	seen := map[string]bool{}
 	for i := skip; i < len(inputs); i++ {
 		in := inputs[i]
-		switch {
-		case in.ID != "":
-			if _, dup := c.ids[in.ID]; dup || seen[keys[i]] {
+		if in.ID != "" {
+			if _, dup := c.ids[in.ID]; dup || seen[inputKey(in.ID, "")] {
 				continue
 			}
-		case in.HasTime:
+			seen[inputKey(in.ID, "")] = true
+		}
+		if in.HasTime {
 			if _, dup := c.hashes[keys[i][2:]]; dup || seen[keys[i]] {
 				continue
 			}
@@ -230,11 +236,8 @@ func (c *conv) hasRun(keys []string) bool {
 	return false
 }
 
-// hasKey reports whether inputKey(t.ID, t.Hash) == k, without building it.
+// hasKey reports whether inputKey("", t.Hash) == k, without building it.
 func (t *turnMeta) hasKey(k string) bool {
-	if t.ID != "" {
-		return len(k) == 3+len(t.ID) && k[:3] == "id:" && k[3:] == t.ID
-	}
 	return len(k) == 2+len(t.Hash) && k[:2] == "h:" && k[2:] == t.Hash
 }
 
