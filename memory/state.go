@@ -305,6 +305,18 @@ func loadConv(tx *bolt.Tx, id string) (*conv, error) {
 	return c, nil
 }
 
+// appendFillPercent is how full bbolt fills a page before splitting it in
+// the buckets keyed by increasing sequence numbers.
+const appendFillPercent = 0.95
+
+func appendOnlyBucket(name []byte) bool {
+	switch string(name) {
+	case string(bucketTurns), string(bucketSegments), string(bucketVectors):
+		return true
+	}
+	return false
+}
+
 // convBucket returns (creating) the conversation's bucket and its sub-buckets.
 func convBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
 	b, err := tx.CreateBucketIfNotExists(convBucketName(id))
@@ -312,8 +324,15 @@ func convBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
 		return nil, fmt.Errorf("create bucket for %s: %w", id, err)
 	}
 	for _, name := range [][]byte{bucketTurns, bucketSegments, bucketTagSums, bucketWorking, bucketVectors} {
-		if _, err := b.CreateBucketIfNotExists(name); err != nil {
+		sb, err := b.CreateBucketIfNotExists(name)
+		if err != nil {
 			return nil, fmt.Errorf("create %s bucket for %s: %w", name, id, err)
+		}
+		if appendOnlyBucket(name) {
+			// Keys are sequence numbers written in order: split full pages
+			// near full instead of at half, or the file is half empty.
+			// The handle is cached for the rest of the transaction.
+			sb.FillPercent = appendFillPercent
 		}
 	}
 	return b, nil
