@@ -193,6 +193,9 @@ func TestRebuildGivesSameAnswers(t *testing.T) {
 				}
 			}
 			s := openTest(t, opts)
+			// The index is rebuilt in the background; until it has caught
+			// up, answers say so and differ by design.
+			waitIndexed(t, s)
 			after := observe(t, s, "c")
 			if n := sum.calls.Load() + tag.calls.Load() + split.calls.Load(); n != 0 {
 				t.Fatalf("rebuild called a model %d times (summariser %d, tagger %d, splitter %d), want 0",
