@@ -214,6 +214,10 @@ type RecallRequest struct {
 	// MaxTokens bounds Text in cl100k tokens, headers included (default 2000).
 	MaxTokens int
 	Scope     Scope
+	// Exclude holds the texts of messages the caller already sends the
+	// model (the history a proxy forwards): stored turns with the same text
+	// are left out, so the budget goes to what the model does not have.
+	Exclude []string
 }
 
 // RecallResult is the assembled context and why each piece is there.
@@ -233,6 +237,9 @@ type RecallResult struct {
 	Breakdown TokenBreakdown `json:"breakdown"`
 	// Signals lists which ranking signals took part ("tags", "bm25", "dense", "time", "speaker", "recency").
 	Signals []string `json:"signals"`
+	// Excluded counts the ranked turns left out because the caller
+	// already holds them (RecallRequest.Exclude).
+	Excluded int `json:"excluded,omitempty"`
 	// Included says why each item is in the context (request transparency).
 	Included []Inclusion `json:"included"`
 	// CatchingUp is set while the search index is behind the stored turns

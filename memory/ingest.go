@@ -343,7 +343,7 @@ func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ran
 		m := turnMeta{
 			Seq: rec.Seq, Role: rec.Role, Name: rec.Name, When: when,
 			Start: ranges[i][0], End: ranges[i][1], Hash: rec.Hash, ID: rec.ID,
-			ToolUse: rec.ToolUse, ToolResult: rec.ToolResult,
+			ToolUse: rec.ToolUse, ToolResult: rec.ToolResult, TextKey: textKey(rec.Content),
 		}
 		if ranges[i][1] == 0 {
 			// A record lost before it was committed: a placeholder keeps

@@ -73,6 +73,7 @@ func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, er
 		return res, err
 	}
 	res.MatchedTags, res.Signals = matched, signals
+	ranked, res.Excluded = excludeHeld(ranked, req.Exclude)
 	note := ""
 	if res.CatchingUp, res.IndexedThrough = catchingUp(convs); res.CatchingUp {
 		note = "\n" + catchingUpNote(res.IndexedThrough)
@@ -82,6 +83,27 @@ func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, er
 	res.TurnIDs, res.Summaries, res.Breakdown, res.Included = a.turnIDs, a.summaries, a.breakdown, a.included
 	res.Breakdown.Budget = budget
 	return res, nil
+}
+
+// excludeHeld drops the candidates whose text is one the caller holds.
+func excludeHeld(ranked []candidate, held []string) ([]candidate, int) {
+	if len(held) == 0 {
+		return ranked, 0
+	}
+	keys := make(map[string]bool, len(held))
+	for _, t := range held {
+		if strings.TrimSpace(t) != "" {
+			keys[textKey(t)] = true
+		}
+	}
+	out := ranked[:0:0]
+	for _, cd := range ranked {
+		if t := cd.c.turn(cd.seq); t != nil && t.TextKey != "" && keys[t.TextKey] {
+			continue
+		}
+		out = append(out, cd)
+	}
+	return out, len(ranked) - len(out)
 }
 
 // anchorDates resolves the message's relative dates ("last week", "two

@@ -1,7 +1,9 @@
 package memory
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"github.com/vc-mcp/vc-mcp/index"
@@ -94,6 +96,16 @@ type turnMeta struct {
 	// Question marks a turn that asks something: the next turn likely
 	// answers it, so recall lends it part of the question's score.
 	Question bool `json:"q,omitempty"`
+	// TextKey identifies the turn's text alone (textKey), so a caller can
+	// say which turns it already holds (RecallRequest.Exclude).
+	TextKey string `json:"tk,omitempty"`
+}
+
+// textKey is a short hash of a message's text without surrounding white
+// space: 64 bits, enough to tell a conversation's turns apart.
+func textKey(text string) string {
+	sum := sha256.Sum256([]byte(strings.TrimSpace(text)))
+	return hex.EncodeToString(sum[:8])
 }
 
 func (t *turnMeta) primary() string {

@@ -196,9 +196,11 @@ func TestRoundTrip(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%t", format, stream), func(t *testing.T) {
 				replies := []string{"Noted: the boat is called Marigold.", "Sourdough needs a 12 hour rise.", "Your boat is Marigold."}
+				// One protected turn: at turn 3 the first exchange is not
+				// forwarded for certain, so recall brings it.
 				h := newHarness(t, func(n int, s seen) (string, []byte) {
 					return textAnswer(format, stream, replies[n%len(replies)])
-				}, nil)
+				}, func(o *proxy.Options) { o.ProtectedTurns = 1 })
 				texts := []string{"My sailing boat is called Marigold, remember that."}
 				for turn := 0; turn < 3; turn++ {
 					path, body := chat(format, stream, texts...)
@@ -234,6 +236,42 @@ func TestRoundTrip(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestRecallSkipsForwardedTurns: a turn the proxy forwards anyway (a
+// protected recent one) is not injected again as recalled context.
+func TestRecallSkipsForwardedTurns(t *testing.T) {
+	replies := []string{"Noted: the boat is called Marigold.", "Noted: the mooring is at Pier 39.", "Marigold, at Pier 39."}
+	h := newHarness(t, func(n int, s seen) (string, []byte) {
+		return textAnswer(proxy.FormatOpenAI, false, replies[n%len(replies)])
+	}, nil) // two protected turns: the whole history below is forwarded
+	texts := []string{"My sailing boat is called Marigold, remember that."}
+	next := []string{"The boat Marigold is moored at Pier 39.", "Where is my boat Marigold moored?"}
+	for turn := 0; turn < 3; turn++ {
+		path, body := chat(proxy.FormatOpenAI, false, texts...)
+		if status, out := h.post(t, path, body, nil); status != 200 {
+			t.Fatalf("turn %d: status %d: %s", turn, status, out)
+		} else if turn < 2 {
+			texts = append(texts, answerText(t, proxy.FormatOpenAI, false, out), next[turn])
+		}
+		h.drain(t)
+	}
+	last := h.up.Last(t).Body
+	if !bytes.Contains(last, []byte("moored at Pier 39")) {
+		t.Fatalf("the protected turn was not forwarded: %s", last)
+	}
+	if sys := systemText(t, proxy.FormatOpenAI, last); strings.Contains(sys, "Pier 39") {
+		t.Fatalf("a forwarded turn was injected again as recalled context: %s", sys)
+	}
+	var r proxy.Record
+	for _, rec := range h.proxy.Journal().Snapshot().Records {
+		if rec.ID > r.ID {
+			r = rec
+		}
+	}
+	if r.RecallExcluded == 0 {
+		t.Fatalf("the last record counts no recalled turn left out: %+v", r)
 	}
 }
 

@@ -294,14 +294,29 @@ func (s *Server) prepare(ctx context.Context, d dialect, path string, body []byt
 	}
 	inject := ""
 	if !p.first && strings.TrimSpace(query) != "" {
-		res, err := s.opts.Memory.Recall(ctx, memory.RecallRequest{ConversationID: sessionID, Message: query, MaxTokens: s.opts.RecallTokens})
+		// The messages forwarded whatever the filter decides (the system
+		// prompt, the protected recent turns; everything when the filter
+		// is off) reach the model anyway: recall spends its budget on what
+		// the model would not see. Older history may still be filtered out,
+		// so recall may bring it back.
+		from := 0
+		if !s.opts.NoFilter {
+			from = us[max(0, len(us)-1-s.opts.ProtectedTurns)].start
+		}
+		held := make([]string, 0, len(p.all))
+		for i, m := range p.all {
+			if i < us[0].start || i >= from {
+				held = append(held, m.text)
+			}
+		}
+		res, err := s.opts.Memory.Recall(ctx, memory.RecallRequest{ConversationID: sessionID, Message: query, MaxTokens: s.opts.RecallTokens, Exclude: held})
 		switch {
 		case errors.Is(err, memory.ErrNotFound):
 		case err != nil:
 			return nil, fmt.Errorf("recall: %w", err)
 		default:
 			rec.InboundTags, rec.Broad, rec.Temporal = res.MatchedTags, res.Broad, res.Temporal
-			rec.Breakdown, rec.Included = res.Breakdown, res.Included
+			rec.Breakdown, rec.Included, rec.RecallExcluded = res.Breakdown, res.Included, res.Excluded
 			if strings.TrimSpace(res.Text) != "" {
 				inject = res.Text
 				rec.InjectedTokens = res.Tokens
