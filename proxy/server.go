@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -322,6 +323,7 @@ func (s *Server) prepare(ctx context.Context, d dialect, path string, body []byt
 				rec.InjectedTokens = res.Tokens
 			}
 			if !s.opts.NoFilter && !res.Broad && !res.Temporal {
+				s.learnTags(ctx, p.sess, p.all, us)
 				keep = filter(filterInput{msgs: p.all, units: us, protected: s.opts.ProtectedTurns, inbound: res.MatchedTags, tagsOf: s.tagsOf(p.sess)})
 			}
 		}
@@ -429,6 +431,52 @@ func (s *Server) tagsOf(ss *session) func([16]byte) ([]string, bool) {
 		defer s.mu.Unlock()
 		t, ok := ss.tags[k]
 		return t, ok
+	}
+}
+
+// learnTags asks memory for the topics of history turns this process did
+// not store itself (it restarted, or another process stored them), so the
+// filter can drop the off-topic ones instead of keeping every turn whose
+// tags it does not know.
+func (s *Server) learnTags(ctx context.Context, ss *session, all []message, us []unit) {
+	known := s.tagsOf(ss)
+	var missing []unit
+	var texts []string
+	for _, u := range us[:len(us)-1] {
+		if _, ok := known(u.key); ok {
+			continue
+		}
+		missing = append(missing, u)
+		for _, m := range all[u.start:u.end] {
+			texts = append(texts, m.text)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	found, err := s.opts.Memory.TagsOfTexts(ctx, ss.id, texts)
+	if err != nil {
+		if !errors.Is(err, memory.ErrNotFound) {
+			s.opts.Log.Debug("proxy: topics of earlier turns unknown", "session", ss.id, "err", err)
+		}
+		return
+	}
+	for _, u := range missing {
+		var tags []string
+		hit := false
+		for _, m := range all[u.start:u.end] {
+			if t, ok := found[m.text]; ok {
+				hit = true
+				for _, tag := range t {
+					if !slices.Contains(tags, tag) {
+						tags = append(tags, tag)
+					}
+				}
+			}
+		}
+		if hit {
+			s.setTags(ss, u.key, tags)
+		}
 	}
 }
 
