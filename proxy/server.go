@@ -577,7 +577,8 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 	offset := 0
 	headerSent := false
 	rc := http.NewResponseController(w)
-	var full reply // text and client-visible calls across rounds
+	var full reply  // text and client-visible calls across rounds
+	used := usage{} // the paging rounds' token usage, added to the answer's
 	for round := 0; ; round++ {
 		rec.Rounds = round + 1
 		last := round == s.opts.MaxRounds-1
@@ -639,6 +640,9 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 				}
 				prior = append(prior, rep)
 				full.text += rep.text
+				ru := usage{}
+				ru.observe(data)
+				used.add(ru)
 				continue
 			}
 			out := data
@@ -646,7 +650,7 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 				full.text += rep.text
 				full.calls = append(full.calls, rep.calls...)
 				if marked, err := p.d.markReply(data, prior, marker); err == nil {
-					out = marked
+					out = used.bump(marked)
 				}
 			}
 			copyHeaders(w, resp, true)
@@ -666,6 +670,7 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 		holding, markerSent := false, false
 		held = held[:0]
 		sr := bufio.NewReaderSize(resp.Body, 64<<10)
+		roundUse := usage{}
 		var werr error
 		for {
 			raw, data, rerr := nextEvent(sr)
@@ -674,6 +679,8 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 				if out == nil {
 					out = raw
 				}
+				roundUse.observe(data)
+				out = used.bumpEvent(out, roundUse) // after paging rounds only: else unchanged
 				switch {
 				case holding:
 					held = append(held, out)
@@ -716,6 +723,7 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 				return full, resp.StatusCode, err
 			}
 			offset = st.forwarded()
+			used.add(roundUse)
 			continue
 		}
 		full.calls = append(full.calls, rep.calls...)
