@@ -3,6 +3,7 @@ package memory
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
@@ -302,14 +303,14 @@ func render(header string, rules, picks []pick, sums []summaryPick, hint string,
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func sessionKey(c *conv, t *turnMeta) string { return fmt.Sprintf("%s#%d", c.id, t.Session) }
+func sessionKey(c *conv, t *turnMeta) string { return c.id + "#" + strconv.Itoa(t.Session) }
 
 func sessionHeader(c *conv, t *turnMeta, multi bool) string {
 	date := t.When.Format("2 January 2006, 15:04")
 	if multi {
-		return fmt.Sprintf("### %s · session %d · %s", c.id, t.Session, date)
+		return "### " + c.id + " · session " + strconv.Itoa(t.Session) + " · " + date
 	}
-	return fmt.Sprintf("### session %d · %s", t.Session, date)
+	return "### session " + strconv.Itoa(t.Session) + " · " + date
 }
 
 func turnPrefix(t *turnMeta) string {
@@ -317,7 +318,7 @@ func turnPrefix(t *turnMeta) string {
 	if who == "" {
 		who = t.Role
 	}
-	return fmt.Sprintf("[%s] %s: ", turnID(t.Seq), who)
+	return "[" + turnID(t.Seq) + "] " + who + ": "
 }
 
 // oneLine keeps a turn on one logical line block: the content is verbatim,

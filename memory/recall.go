@@ -1,9 +1,11 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -210,17 +212,31 @@ func (s *Store) scopeConvs(ctx context.Context, id string, scope Scope) ([]*conv
 }
 
 // sortKeys orders map keys by value, descending, ties by tie() descending.
+// Values and ties are read once per key, not once per comparison: with
+// thousands of scored turns the map lookups were most of recall's sort.
 func sortKeys[K comparable](m map[K]float64, tie func(K) int) []K {
-	out := make([]K, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+	type entry struct {
+		k K
+		v float64
+		t int
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if m[out[i]] != m[out[j]] {
-			return m[out[i]] > m[out[j]]
+	es := make([]entry, 0, len(m))
+	for k, v := range m {
+		es = append(es, entry{k, v, tie(k)})
+	}
+	slices.SortFunc(es, func(a, b entry) int {
+		if a.v != b.v {
+			if a.v > b.v {
+				return -1
+			}
+			return 1
 		}
-		return tie(out[i]) > tie(out[j])
+		return cmp.Compare(b.t, a.t)
 	})
+	out := make([]K, len(es))
+	for i := range es {
+		out[i] = es[i].k
+	}
 	return out
 }
 
