@@ -272,16 +272,31 @@ func loadConfig(name string, args []string, getenv func(string) string, stderr i
 	for _, k := range settingKeys {
 		fv := &flagValue{isBool: k.isBool}
 		flags[k.name] = fv
-		fs.Var(fv, k.flag, firstSentence(k.help)+" (env "+k.env+")")
+		fs.Var(fv, k.flag, k.help)
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: vc-mcp %s [flags]\n\nFlags (each also settable as VC_* env or in the config file):\n", name)
-		fs.PrintDefaults()
+		printSettingsFlags(stderr)
 	}
 	if err := fs.Parse(args); err != nil {
 		return settings{}, nil, err
 	}
+	given := map[string]string{}
+	for name, fv := range flags {
+		if fv.set {
+			given[name] = fv.val
+		}
+	}
+	c, err := resolveSettings(given, getenv)
+	if err != nil {
+		return settings{}, nil, err
+	}
+	return c, fs.Args(), nil
+}
 
+// resolveSettings builds the config from the flags given (setting name ->
+// raw value) > VC_* env > config file > preset > defaults.
+func resolveSettings(given map[string]string, getenv func(string) string) (settings, error) {
 	raw := make(map[string]string, len(settingKeys))
 	source := make(map[string]string, len(settingKeys))
 	for _, k := range settingKeys {
@@ -293,13 +308,13 @@ func loadConfig(name string, args []string, getenv func(string) string, stderr i
 		if v := getenv(k.env); v != "" {
 			raw[k.name], source[k.name], explicit[k.name] = v, "env "+k.env, true
 		}
-		if fv := flags[k.name]; fv.set {
-			raw[k.name], source[k.name], explicit[k.name] = fv.val, "flag --"+k.flag, true
+		if v, ok := given[k.name]; ok {
+			raw[k.name], source[k.name], explicit[k.name] = v, "flag --"+k.flag, true
 		}
 	}
 	fileVals, err := readConfigFile(raw["config"], explicit["config"])
 	if err != nil {
-		return settings{}, nil, err
+		return settings{}, err
 	}
 	for name, v := range fileVals {
 		if !explicit[name] {
@@ -316,7 +331,7 @@ func loadConfig(name string, args []string, getenv func(string) string, stderr i
 	}
 	for _, k := range settingKeys {
 		if err := apply(k); err != nil {
-			return settings{}, nil, err
+			return settings{}, err
 		}
 	}
 	// The preset replaces the defaults of the settingKeys it covers, never an
@@ -335,34 +350,27 @@ func loadConfig(name string, args []string, getenv func(string) string, stderr i
 		c.ProtectedTurns = p.protected
 	}
 	if c.SoftThreshold >= c.HardThreshold {
-		return settings{}, nil, fmt.Errorf("soft_threshold (%.2f) must be below hard_threshold (%.2f)", c.SoftThreshold, c.HardThreshold)
+		return settings{}, fmt.Errorf("soft_threshold (%.2f) must be below hard_threshold (%.2f)", c.SoftThreshold, c.HardThreshold)
 	}
 	if c.DataDir == "" {
-		return settings{}, nil, errors.New("data_dir: no per-user default on this system; set --data-dir or VC_DATA_DIR")
+		return settings{}, errors.New("data_dir: no per-user default on this system; set --data-dir or VC_DATA_DIR")
 	}
 	abs, err := filepath.Abs(c.DataDir)
 	if err != nil {
-		return settings{}, nil, fmt.Errorf("data_dir: %w", err)
+		return settings{}, fmt.Errorf("data_dir: %w", err)
 	}
 	c.DataDir = abs
 	if c.MarkdownMirror != "" {
 		m, err := filepath.Abs(c.MarkdownMirror)
 		if err != nil {
-			return settings{}, nil, fmt.Errorf("markdown_mirror: %w", err)
+			return settings{}, fmt.Errorf("markdown_mirror: %w", err)
 		}
 		if m == c.DataDir {
-			return settings{}, nil, errors.New("markdown_mirror: must not be the data directory; choose a directory of its own")
+			return settings{}, errors.New("markdown_mirror: must not be the data directory; choose a directory of its own")
 		}
 		c.MarkdownMirror = m
 	}
-	return c, fs.Args(), nil
-}
-
-func firstSentence(s string) string {
-	if i := strings.Index(s, ". "); i >= 0 {
-		return s[:i]
-	}
-	return strings.TrimSuffix(s, ".")
+	return c, nil
 }
 
 // readConfigFile reads the YAML file's settingKeys as strings. A missing file is an

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServeHelpGolden: `vc-mcp serve -h` lists every setting with its whole
+// description; backquoted words stay words. The golden file is rewritten
+// with -update.
+func TestServeHelpGolden(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), []string{"serve", "-h"}, strings.NewReader(""), &stdout, &stderr)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("serve -h: got %v, want flag.ErrHelp (exit 0)", err)
+	}
+	got := stderr.Bytes()
+	golden := filepath.Join("testdata", "serve-help.golden")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/vc-mcp -run TestServeHelpGolden -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("serve -h drifted from %s (rerun with -update if intended):\n%s", golden, got)
+	}
+	for _, k := range settingKeys {
+		if !strings.Contains(string(got), "--"+k.flag) {
+			t.Errorf("serve -h lacks --%s", k.flag)
+		}
+	}
+	// The description of --http goes past its "e.g." and names no argument
+	// after a backquoted word.
+	for _, want := range []string{"(e.g. 127.0.0.1:5757) instead of stdio", "--http ADDR\n"} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("serve -h lacks %q", want)
+		}
+	}
+}
