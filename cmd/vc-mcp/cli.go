@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"slices"
@@ -436,7 +437,7 @@ func orNone(list []string) string {
 func aliasesCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "aliases",
-		Short: "tag aliases: suggest",
+		Short: "tag aliases: list, suggest, add",
 	}
 	var f memFlags
 	var maxDist int
@@ -470,10 +471,102 @@ func aliasesCommand() *cobra.Command {
 			return tw.Flush()
 		})
 	}
-	cmd.AddCommand(suggest)
+	cmd.AddCommand(suggest, aliasesListCommand(), aliasesAddCommand())
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		_ = cmd.Help()
-		return errUsage
+		return usageErrorf(cmd, "want a subcommand: list, suggest or add")
+	}
+	return cmd
+}
+
+// withStoreAlone opens the store for a command the MCP tools do not offer
+// (aliases list and add). A shared daemon serving the data directory is
+// stopped meanwhile; its hosts wait and reconnect (as for rebuild).
+func (f *memFlags) withStoreAlone(cmd *cobra.Command, fn func(store *memory.Store, cfg settings) error) error {
+	cfg, err := f.settings()
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	opts := memoryOptions(cfg, log)
+	release, err := exclusive(ctx, cfg, &opts)
+	if err != nil {
+		return err
+	}
+	defer release()
+	store, err := memory.Open(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", cfg.DataDir, err)
+	}
+	err = fn(store, cfg)
+	if cerr := store.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close %s: %w", cfg.DataDir, cerr)
+	}
+	return err
+}
+
+func printAliases(cmd *cobra.Command, asJSON bool, aliases map[string]string) error {
+	if asJSON {
+		return writeJSON(cmd.OutOrStdout(), aliases)
+	}
+	if len(aliases) == 0 {
+		fmt.Fprintln(cmd.OutOrStdout(), "no aliases")
+		return nil
+	}
+	names := make([]string, 0, len(aliases))
+	for a := range aliases {
+		names = append(names, a)
+	}
+	sort.Strings(names)
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ALIAS\tTAG")
+	for _, a := range names {
+		fmt.Fprintf(tw, "%s\t%s\n", a, aliases[a])
+	}
+	return tw.Flush()
+}
+
+func aliasesListCommand() *cobra.Command {
+	var f memFlags
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "every alias of a conversation and the tag it stands for",
+		Long:  "List the conversation's tag aliases (from tag splits and aliases add). A running shared server pauses meanwhile; its hosts reconnect.",
+	}
+	f.register(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return f.withStoreAlone(cmd, func(store *memory.Store, cfg settings) error {
+			aliases, err := store.Aliases(cmd.Context(), f.conv(cfg))
+			if err != nil {
+				return err
+			}
+			return printAliases(cmd, f.json, aliases)
+		})
+	}
+	return cmd
+}
+
+func aliasesAddCommand() *cobra.Command {
+	var f memFlags
+	cmd := &cobra.Command{
+		Use:   "add ALIAS CANONICAL",
+		Short: "register ALIAS as another name of the tag CANONICAL",
+		Long: "Register ALIAS as another name of the existing tag CANONICAL: turns that say ALIAS are tagged CANONICAL from now on. " +
+			"ALIAS must not be a tag with turns itself. A running shared server pauses meanwhile; its hosts reconnect.",
+	}
+	f.register(cmd)
+	cmd.Args = exactArgs(2, "ALIAS CANONICAL")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return f.withStoreAlone(cmd, func(store *memory.Store, cfg settings) error {
+			aliases, err := store.AddAlias(cmd.Context(), f.conv(cfg), args[0], args[1])
+			if err != nil {
+				return fmt.Errorf("aliases add: %w", err)
+			}
+			if !f.json {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s now stands for %s\n", args[0], args[1])
+			}
+			return printAliases(cmd, f.json, aliases)
+		})
 	}
 	return cmd
 }

@@ -170,6 +170,21 @@ func TestCLIWhileHostConnected(t *testing.T) {
 	if !strings.Contains(out, "Cilium") || !strings.Contains(out, "three nodes") {
 		t.Errorf("transform through the shared server: %s", out)
 	}
+	// aliases add pauses the shared server; the host reconnects and its
+	// next turn that says the alias gets the tag.
+	if out := cliOK(t, env, "", "aliases", "add", "k8s", "kubernetes"); !strings.Contains(out, "k8s now stands for kubernetes") {
+		t.Errorf("aliases add: %q", out)
+	}
+	var ing memory.IngestResult
+	structured(t, mustOK(t, h.c, "compact_context", map[string]any{"messages": []any{msg("user", "Upgrade k8s before Friday.")}}), &ing)
+	if !strings.Contains(strings.Join(ing.Tags, ","), "kubernetes") {
+		t.Errorf("after aliases add k8s -> kubernetes, the host's turn got tags %v", ing.Tags)
+	}
+	var aliases map[string]string
+	cliJSON(t, env, &aliases, "aliases", "list")
+	if aliases["k8s"] != "kubernetes" {
+		t.Errorf("aliases list: %v", aliases)
+	}
 }
 
 func TestSuggestAliases(t *testing.T) {

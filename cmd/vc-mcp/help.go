@@ -14,6 +14,9 @@ const helpWidth = 78
 // flag.PrintDefaults would take a backquoted word for the argument's name.
 func printSettingsFlags(w io.Writer) {
 	for _, k := range settingKeys {
+		if k.decode != nil {
+			continue // config file only
+		}
 		head := "  --" + k.flag
 		if !k.isBool {
 			head += " " + argName(k)
@@ -39,10 +42,11 @@ func argName(k settingKey) string {
 		return "FILE"
 	case strings.HasSuffix(k.name, "_ttl"):
 		return "DURATION"
-	case strings.HasSuffix(k.name, "_threshold"):
+	case strings.HasSuffix(k.name, "_threshold") || strings.HasSuffix(k.name, "_share"):
 		return "FRACTION"
 	case strings.HasSuffix(k.name, "_bytes") || strings.HasSuffix(k.name, "_turns") ||
-		strings.HasSuffix(k.name, "_window") || strings.HasPrefix(k.name, "max_"):
+		strings.HasSuffix(k.name, "_window") || strings.HasSuffix(k.name, "_per_turn") ||
+		strings.HasSuffix(k.name, "_tokens") || strings.HasPrefix(k.name, "max_"):
 		return "N"
 	case k.name == "http":
 		return "ADDR"

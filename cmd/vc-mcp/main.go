@@ -54,6 +54,15 @@ usage:
   vc-mcp import [--format chatgpt|claude] FILE   import ChatGPT or Claude history
   vc-mcp export --format markdown --out DIR [--conversation ID]
                              write memory as Markdown, one directory per topic
+  vc-mcp status|tags|domains [--conversation ID] [--json]
+                             what memory holds: totals, tags, tags with summaries
+  vc-mcp recall TAG          the stored summaries of one tag
+  vc-mcp compact -i FILE     store a JSON array of messages and compact now
+  vc-mcp retrieve -m TEXT    a message's tags and what recall picks for it (read-only)
+  vc-mcp transform -m TEXT   the assembled context a host would get for it
+  vc-mcp aliases suggest     tags that look like one topic (plurals, near spellings)
+  vc-mcp config validate [--config FILE]   check a config file, with line numbers
+  vc-mcp init PRESET [--out FILE]          write a commented starter config
   vc-mcp version [--json]    print the version and commit
   vc-mcp help [command]      this help; "vc-mcp serve -h" lists every flag
 
