@@ -54,6 +54,12 @@ func argName(k settingKey) string {
 		return "URL"
 	case k.name == "allow_origins" || k.name == "scrub_allow":
 		return "LIST"
+	case k.name == "log_level":
+		return "LEVEL"
+	case k.name == "llm_api_key_env":
+		return "VAR"
+	case k.name == "preset" || k.name == "default_conversation" || strings.HasPrefix(k.name, "llm_"):
+		return "NAME"
 	default:
 		return "VALUE"
 	}

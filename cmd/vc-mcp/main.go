@@ -60,7 +60,8 @@ usage:
   vc-mcp compact -i FILE     store a JSON array of messages and compact now
   vc-mcp retrieve -m TEXT    a message's tags and what recall picks for it (read-only)
   vc-mcp transform -m TEXT   the assembled context a host would get for it
-  vc-mcp aliases suggest     tags that look like one topic (plurals, near spellings)
+  vc-mcp aliases list|suggest|add ALIAS CANONICAL
+                             tag aliases; suggest finds plurals and near spellings
   vc-mcp config validate [--config FILE]   check a config file, with line numbers
   vc-mcp init PRESET [--out FILE]          write a commented starter config
   vc-mcp version [--json]    print the version and commit
