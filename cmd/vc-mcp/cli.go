@@ -19,9 +19,26 @@ import (
 
 // addCommands adds the commands that use the framework's own flags.
 func addCommands(root *cobra.Command) {
-	root.AddCommand(statusCommand(), tagsCommand(), domainsCommand(), recallCommand(),
+	cmds := []*cobra.Command{statusCommand(), tagsCommand(), domainsCommand(), recallCommand(),
 		compactCommand(), retrieveCommand(), transformCommand(), aliasesCommand(),
-		configCommand(), initCommand())
+		configCommand(), initCommand()}
+	root.AddCommand(cmds...)
+	for _, c := range cmds {
+		wrapLong(c)
+	}
+}
+
+// wrapLong wraps the long descriptions of cmd and its subcommands for a
+// terminal.
+func wrapLong(cmd *cobra.Command) {
+	if cmd.Long != "" {
+		var b strings.Builder
+		writeWrapped(&b, "", cmd.Long)
+		cmd.Long = strings.TrimRight(b.String(), "\n")
+	}
+	for _, c := range cmd.Commands() {
+		wrapLong(c)
+	}
 }
 
 // memFlags are the flags of every command that reads or writes memory.

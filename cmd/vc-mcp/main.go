@@ -108,7 +108,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case len(args) == 0:
 		args = []string{"serve"}
 	case args[0] == "--version":
-		args[0] = "version"
+		args = append([]string{"version"}, args[1:]...)
 	case args[0] == "-h" || args[0] == "--help":
 		args = append([]string{"help"}, args[1:]...)
 	case args[0] == "" || args[0][0] == '-':
