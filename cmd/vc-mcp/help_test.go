@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // TestServeHelpGolden: `vc-mcp serve -h` lists every setting with its whole
@@ -50,6 +53,43 @@ func TestServeHelpGolden(t *testing.T) {
 	for _, want := range []string{"(e.g. 127.0.0.1:5757) instead of stdio", "--http ADDR\n"} {
 		if !strings.Contains(string(got), want) {
 			t.Errorf("serve -h lacks %q", want)
+		}
+	}
+}
+
+// TestEveryCommandHelp: `vc-mcp COMMAND -h` and `vc-mcp help COMMAND` print
+// a usage and exit 0 for every command and subcommand.
+func TestEveryCommandHelp(t *testing.T) {
+	root := newRootCommand(strings.NewReader(""), io.Discard, io.Discard)
+	var paths [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		for _, sub := range c.Commands() {
+			if sub.Name() == "help" {
+				continue
+			}
+			p := append(append([]string(nil), path...), sub.Name())
+			paths = append(paths, p)
+			walk(sub, p)
+		}
+	}
+	walk(root, nil)
+	if len(paths) < 20 {
+		t.Fatalf("only %d commands found: %v", len(paths), paths)
+	}
+	for _, p := range paths {
+		for _, args := range [][]string{append(append([]string(nil), p...), "-h"), append([]string{"help"}, p...)} {
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				var out, errb bytes.Buffer
+				err := run(t.Context(), args, strings.NewReader(""), &out, &errb)
+				if err != nil && !errors.Is(err, flag.ErrHelp) {
+					t.Fatalf("got %v, want exit 0\n%s", err, errb.String())
+				}
+				text := out.String() + errb.String()
+				if !strings.Contains(strings.ToLower(text), "usage") || strings.Contains(text, "%!") {
+					t.Errorf("no usage, or a formatting slip:\n%s", text)
+				}
+			})
 		}
 	}
 }
