@@ -126,8 +126,22 @@ type Options struct {
 	Embedder   Embedder
 	Tagger     Tagger
 	Summarizer Summarizer
+	// KeywordTagging configures the built-in keyword tagger used when
+	// Tagger is nil (nil = its defaults).
+	KeywordTagging *tagging.KeywordOptions
 	// Splitter, when set, splits tags that grow over-broad (see TagSplitter).
 	Splitter TagSplitter
+	// SplitMinTurns and SplitMaxShare say when a tag is over-broad: at
+	// least SplitMinTurns turns (default 40) and more than SplitMaxShare of
+	// the conversation's tagged turns (default 0.25).
+	SplitMinTurns int
+	SplitMaxShare float64
+	// MaxSplitsPerTurn bounds the tags offered to the Splitter after one
+	// compact_context call (default 1).
+	MaxSplitsPerTurn int
+	// ContextHintMaxTokens caps the topic hint at the end of an assembled
+	// context (the list of topics on record); 0 = whatever budget is left.
+	ContextHintMaxTokens int
 	// Ranking overrides the rank-fusion weights (nil = DefaultRanking).
 	Ranking *Ranking
 	// TagPriority orders topics in assemblies (higher first); nil = all equal.

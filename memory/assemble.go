@@ -95,6 +95,9 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 	}
 	hint := ""
 	if room := budget - used; room > 30 {
+		if m := s.opts.ContextHintMaxTokens; m > 0 {
+			room = min(room, m+4)
+		}
 		hint = s.topicHint(convs, room-4)
 		used += s.tok.Count(hint) + 1
 	}

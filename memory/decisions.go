@@ -52,6 +52,7 @@ const (
 	decSummaries = "summaries" // regenerated summaries (boundaries unchanged)
 	decSplit     = "split"     // a tag split: changed turn tags, aliases
 	decWorking   = "working"   // the working set after expand/collapse
+	decAliases   = "aliases"   // the conversation's aliases after a user added one
 )
 
 // decision is one record of the derived-decisions log.
@@ -72,6 +73,9 @@ type decision struct {
 
 	// decWorking: the whole working set after the change.
 	Working []WorkingEntry `json:"working,omitempty"`
+
+	// decAliases: every alias after the change.
+	Aliases map[string]string `json:"aliases,omitempty"`
 }
 
 // turnTags is the tagger's verdict on one stored turn. Hash ties it to the
@@ -509,6 +513,8 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 				c.addTags(seq, tags)
 				changedTurns[seq] = true
 			}
+		case decAliases:
+			meta.Aliases = maps.Clone(d.Aliases)
 		case decWorking:
 			c.working = make(map[string]WorkingEntry, len(d.Working))
 			for _, w := range d.Working {

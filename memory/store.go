@@ -125,6 +125,15 @@ func (o *Options) setDefaults() {
 	if o.MaxMessageBytes <= 0 {
 		o.MaxMessageBytes = 1 << 20
 	}
+	if o.SplitMinTurns <= 0 {
+		o.SplitMinTurns = splitMinTurns
+	}
+	if o.SplitMaxShare <= 0 || o.SplitMaxShare >= 1 {
+		o.SplitMaxShare = splitMaxShare
+	}
+	if o.MaxSplitsPerTurn <= 0 {
+		o.MaxSplitsPerTurn = 1
+	}
 	if o.SummaryConcurrency <= 0 {
 		o.SummaryConcurrency = 4
 	}
@@ -170,7 +179,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		log: opts.Logger, now: opts.Now, convs: map[string]*convEntry{}, lru: list.New()}
 	s.idle = sync.NewCond(&s.mu)
 	if s.tagger == nil {
-		s.tagger = tagging.NewKeyword(nil)
+		s.tagger = tagging.NewKeyword(opts.KeywordTagging)
 	}
 	if s.sum == nil {
 		s.sum = summarize.NewExtractive(&summarize.ExtractiveOptions{Count: tok.Count})

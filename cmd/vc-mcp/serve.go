@@ -99,15 +99,19 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 func memoryOptions(cfg settings, log *slog.Logger) memory.Options {
 	return memory.Options{
-		Dir:                 cfg.DataDir,
-		DefaultConversation: cfg.DefaultConversation,
-		ContextWindow:       cfg.ContextWindow,
-		SoftThreshold:       cfg.SoftThreshold,
-		HardThreshold:       cfg.HardThreshold,
-		ProtectedTurns:      cfg.ProtectedTurns,
-		MaxMessageBytes:     cfg.MaxMessageBytes,
-		LockTimeout:         lockTimeout,
-		Logger:              log,
+		Dir:                  cfg.DataDir,
+		DefaultConversation:  cfg.DefaultConversation,
+		ContextWindow:        cfg.ContextWindow,
+		SoftThreshold:        cfg.SoftThreshold,
+		HardThreshold:        cfg.HardThreshold,
+		ProtectedTurns:       cfg.ProtectedTurns,
+		MaxMessageBytes:      cfg.MaxMessageBytes,
+		SplitMinTurns:        cfg.SplitMinTurns,
+		SplitMaxShare:        cfg.SplitMaxShare,
+		MaxSplitsPerTurn:     cfg.MaxSplitsPerTurn,
+		ContextHintMaxTokens: cfg.ContextHintMaxTokens,
+		LockTimeout:          lockTimeout,
+		Logger:               log,
 	}
 }
 

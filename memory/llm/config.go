@@ -55,6 +55,8 @@ type TagRule struct {
 	// SummaryPrompt, when set, replaces the default guidance in summary
 	// prompts for these topics.
 	SummaryPrompt string `json:"summary_prompt,omitempty"`
+	// TTLDays, when positive, is how long these topics' turns are kept.
+	TTLDays int `json:"ttl_days,omitempty"`
 }
 
 // Price is a model's price in US dollars per million tokens.
