@@ -52,6 +52,7 @@ const (
 	decSummaries = "summaries" // regenerated summaries (boundaries unchanged)
 	decSplit     = "split"     // a tag split: changed turn tags, aliases
 	decWorking   = "working"   // the working set after expand/collapse
+	decItems     = "context"   // the conversation's context-item selection after a change
 )
 
 // decision is one record of the derived-decisions log.
@@ -72,6 +73,9 @@ type decision struct {
 
 	// decWorking: the whole working set after the change.
 	Working []WorkingEntry `json:"working,omitempty"`
+
+	// decItems: the whole selection after the change.
+	Items *itemSelection `json:"items,omitempty"`
 }
 
 // turnTags is the tagger's verdict on one stored turn. Hash ties it to the
@@ -509,6 +513,8 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 				c.addTags(seq, tags)
 				changedTurns[seq] = true
 			}
+		case decItems:
+			meta.Items = d.Items.clone()
 		case decWorking:
 			c.working = make(map[string]WorkingEntry, len(d.Working))
 			for _, w := range d.Working {
