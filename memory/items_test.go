@@ -94,7 +94,7 @@ func testItems() []ContextItem {
 		{Type: ItemRule, Name: "style", Description: "House style", Text: "Answer in British English.", Priority: 1, Include: IncludeAlways},
 		{Type: ItemRule, Name: "review", Text: "Ask for a second reviewer on every migration.", Priority: 5, Include: IncludeManual},
 		{Type: ItemReference, Name: "auth", Description: "How login works",
-			Text: "Authentication uses OAuth tokens issued by the identity service. Tokens expire after an hour and are refreshed with the refresh token.",
+			Text:     "Authentication uses OAuth tokens issued by the identity service. Tokens expire after an hour and are refreshed with the refresh token.",
 			Priority: 10, Include: IncludeAgent},
 		{Type: ItemReference, Name: "errors", Description: "Error handling",
 			Text: "Every handler wraps errors with context and returns them; nothing panics on request data.", Priority: 10, Include: IncludeAgent},

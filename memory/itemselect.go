@@ -83,8 +83,12 @@ func (sel *itemSelection) clone() *itemSelection {
 	return &itemSelection{Added: slices.Clone(sel.Added), Removed: slices.Clone(sel.Removed)}
 }
 
-func (sel *itemSelection) added(name string) bool   { return sel != nil && slices.Contains(sel.Added, name) }
-func (sel *itemSelection) removed(name string) bool { return sel != nil && slices.Contains(sel.Removed, name) }
+func (sel *itemSelection) added(name string) bool {
+	return sel != nil && slices.Contains(sel.Added, name)
+}
+func (sel *itemSelection) removed(name string) bool {
+	return sel != nil && slices.Contains(sel.Removed, name)
+}
 
 // sessionMode says whether an item is in the session context and how:
 // IncludeAlways, IncludeManual, or "" when it is not.
