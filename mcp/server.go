@@ -26,6 +26,8 @@ type Memory interface {
 	Turn(ctx context.Context, conversationID, turnID string) (memory.Turn, error)
 	Watch(ctx context.Context) <-chan memory.Change
 	DefaultConversation() string
+	// Context items and request records (items.go).
+	ItemsMemory
 }
 
 var _ Memory = (*memory.Store)(nil)
@@ -100,6 +102,7 @@ func newServer(mem Memory, opts Options) (*mcpserver.MCPServer, *subscriptions) 
 	}
 	s.AddResourceTemplates(resourceTemplates(mem, log)...)
 	s.AddResourceTemplates(turnResourceTemplate(mem, log))
+	s.AddResourceTemplates(itemResourceTemplates(mem, log)...)
 	for _, p := range prompts(mem, log) {
 		s.AddPrompt(p.Prompt, p.Handler)
 	}

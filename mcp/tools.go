@@ -25,6 +25,9 @@ func tools(mem Memory, log *slog.Logger) []mcpserver.ServerTool {
 		collapseTopicTool(mem, log),
 		findQuoteTool(mem, log),
 		domainStatusTool(mem, log),
+		listContextItemsTool(mem, log),
+		addContextItemTool(mem, log),
+		removeContextItemTool(mem, log),
 	}
 }
 
