@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/vc-mcp/vc-mcp/memory"
 )
 
 // settings is every setting of vc-mcp. Each one is a key below, set from (in
@@ -50,6 +52,9 @@ type settings struct {
 	SessionIdleTTL time.Duration
 	MaxSessions    int
 	MaxLineBytes   int
+	// Context items (items.go).
+	ContextItems  []memory.ContextItem
+	ContextSearch memory.ContextSearch
 }
 
 // settingKey is one documented setting.
@@ -152,6 +157,24 @@ var settingKeys = []settingKey{
 	{name: "max_sessions", env: "VC_MAX_SESSIONS", flag: "max-sessions", def: constant("256"),
 		help: "Most live HTTP sessions; a new one beyond it gets 503 until others end or expire.",
 		set:  intSetter(func(c *settings) *int { return &c.MaxSessions }, 1, 1_000_000)},
+	{name: "context_items", env: "VC_CONTEXT_ITEMS", flag: "context-items", def: constant(""),
+		help: "Rules and references that join recall_context (see Context items): in the config file, a list of `{name, type: rule|reference, include: always|manual|agent, priority, description, text}` (or `file:` instead of `text:`, relative to the config file); as a flag or env, the path of a YAML file holding such a list.",
+		set:  setContextItems},
+	{name: "context_top_k", env: "VC_CONTEXT_TOP_K", flag: "context-top-k", def: constant("20"),
+		help: "Agent context items: how many best-matching chunks (of ~500 characters) are considered per recall.",
+		set:  intSetter(func(c *settings) *int { return &c.ContextSearch.TopK }, 1, 1000)},
+	{name: "context_top_n", env: "VC_CONTEXT_TOP_N", flag: "context-top-n", def: constant("5"),
+		help: "Agent context items: how many are included per recall (items scoring `context_include_score` or more may exceed it).",
+		set:  intSetter(func(c *settings) *int { return &c.ContextSearch.TopN }, 1, 100)},
+	{name: "context_include_score", env: "VC_CONTEXT_INCLUDE_SCORE", flag: "context-include-score", def: constant("0.7"),
+		help: "Agent context items scoring at least this (0-1) are always included.",
+		set:  scoreSetter(func(c *settings) *float64 { return &c.ContextSearch.IncludeScore }, false)},
+	{name: "context_min_score", env: "VC_CONTEXT_MIN_SCORE", flag: "context-min-score", def: constant("0.3"),
+		help: "Agent context items scoring below this (0-1) are never included.",
+		set:  scoreSetter(func(c *settings) *float64 { return &c.ContextSearch.MinScore }, false)},
+	{name: "context_share", env: "VC_CONTEXT_SHARE", flag: "context-share", def: constant("0.5"),
+		help: "Fraction of a recall's budget context items may take; memory gets the rest.",
+		set:  scoreSetter(func(c *settings) *float64 { return &c.ContextSearch.Share }, true)},
 }
 
 func durationSetter(field func(*settings) *time.Duration) func(*settings, string) error {
@@ -395,6 +418,12 @@ func readConfigFile(path string, explicit bool) (map[string]string, error) {
 		case nil:
 			continue
 		case []any:
+			if name == "context_items" {
+				if out[name], err = inlineItems(x, path); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			parts := make([]string, len(x))
 			for i, e := range x {
 				parts[i] = fmt.Sprint(e)

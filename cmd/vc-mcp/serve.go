@@ -108,6 +108,8 @@ func memoryOptions(cfg settings, log *slog.Logger) memory.Options {
 		MaxMessageBytes:     cfg.MaxMessageBytes,
 		LockTimeout:         lockTimeout,
 		Logger:              log,
+		ContextItems:        cfg.ContextItems,
+		ContextSearch:       cfg.ContextSearch,
 	}
 }
 
