@@ -327,3 +327,30 @@ func TestContextItemsRealModel(t *testing.T) {
 		t.Errorf("soup question: auth guide %+v, want below_min_score", d)
 	}
 }
+
+func FuzzDecodeItem(f *testing.F) {
+	seeds(f, `{"name":"auth guide","conversation_id":"proj:x"}`)
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		req, err := decodeItem(raw)
+		if err != nil {
+			checkErr(t, err)
+			return
+		}
+		checkDecoded(t, req.conv)
+		if req.name == "" || len(req.name) > maxItemName || strings.TrimSpace(req.name) != req.name {
+			t.Fatalf("decoded %+v", req)
+		}
+	})
+}
+
+func FuzzDecodeListItems(f *testing.F) {
+	seeds(f, `{"conversation_id":"chat-1"}`)
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		conv, err := decodeListItems(raw)
+		if err != nil {
+			checkErr(t, err)
+			return
+		}
+		checkDecoded(t, conv)
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 )
@@ -243,5 +244,99 @@ func TestOpenRejectsBadCatalogue(t *testing.T) {
 	_, err := Open(context.Background(), Options{Dir: t.TempDir(), ContextItems: []ContextItem{{Type: "rule", Name: "x", Include: "always"}}})
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "text is empty") {
 		t.Fatalf("got %v, want ErrInvalid naming the empty text", err)
+	}
+}
+
+func TestRequestHistoryRetention(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{})
+	n := RequestRetention + RequestRetention/2 + 10
+	for i := 0; i < n; i++ {
+		if err := s.appendRequest(&RequestRecord{ConversationID: "c"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, err := s.Requests(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != RequestRetention || recs[0].Seq != n || recs[len(recs)-1].Seq != n-RequestRetention+1 {
+		t.Fatalf("got %d records, newest %d, oldest %d; want %d, %d, %d", len(recs), recs[0].Seq, recs[len(recs)-1].Seq, RequestRetention, n, n-RequestRetention+1)
+	}
+	all, err := readRequests(s.requestsPath("c"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) > RequestRetention+RequestRetention/2 {
+		t.Errorf("file holds %d records, want at most %d", len(all), RequestRetention+RequestRetention/2)
+	}
+}
+
+// TestContextItemsConcurrent runs recalls, selection changes and history
+// reads at once (run with -race): every recall gets its own request id.
+func TestContextItemsConcurrent(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{ContextItems: testItems(), Embedder: &conceptEmbedder{}})
+	if _, err := s.Ingest(ctx, IngestRequest{ConversationID: "c", Messages: []Message{msg("user", "", "The feed uses materialized views.", t0)}}); err != nil {
+		t.Fatal(err)
+	}
+	const workers, each = 4, 10
+	ids := make(chan string, workers*each)
+	errs := make(chan error, workers*3)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(3)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				r, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "how are tokens refreshed for authentication?"})
+				if err != nil {
+					errs <- err
+					return
+				}
+				ids <- r.RequestID
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				var err error
+				if i%2 == 0 {
+					_, err = s.AddContextItem(ctx, "c", "review")
+				} else {
+					_, err = s.RemoveContextItem(ctx, "c", "review")
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				if _, err := s.Requests(ctx, "c"); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for id := range ids {
+		if id == "" || seen[id] {
+			t.Fatalf("request id %q missing or repeated", id)
+		}
+		seen[id] = true
+	}
+	recs, err := s.Requests(ctx, "c")
+	if err != nil || len(recs) != workers*each {
+		t.Fatalf("history: %d records (%v), want %d", len(recs), err, workers*each)
 	}
 }
