@@ -274,9 +274,10 @@ func cutLong(s string, max int) []string {
 // catItem is a catalogue entry with what recall needs precomputed.
 type catItem struct {
 	ContextItem
-	block  string   // rendered for an assembly
-	tokens int      // cl100k tokens of block
-	chunks []string // indexed content
+	block  string            // rendered for an assembly
+	tokens int               // cl100k tokens of block
+	chunks []string          // indexed content
+	terms  []map[string]bool // each chunk's analysed terms (agent items)
 }
 
 // catalogue is the store's context items, ordered by priority then name.
@@ -301,6 +302,11 @@ func newCatalogue(items []ContextItem, search ContextSearch, count func(string) 
 		ci := &catItem{ContextItem: it, block: renderItemHead(it) + "\n" + strings.TrimSpace(it.Text)}
 		ci.tokens = count(ci.block)
 		ci.chunks = chunkText(itemContent(it), chunkChars)
+		if it.Include == IncludeAgent {
+			for _, ch := range ci.chunks {
+				ci.terms = append(ci.terms, termSet(ch))
+			}
+		}
 		cat.items = append(cat.items, ci)
 		cat.byName[strings.ToLower(it.Name)] = ci
 	}

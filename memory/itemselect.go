@@ -316,7 +316,11 @@ func (s *Store) scoreItems(ctx context.Context, cands []*catItem, msg string, qv
 		}
 	} else {
 		info.Method = "lexical"
-		for i, sc := range lexicalScores(msg, chunks) {
+		var sets []map[string]bool
+		for _, ci := range cands {
+			sets = append(sets, ci.terms...)
+		}
+		for i, sc := range lexicalScores(msg, sets) {
 			hits = append(hits, hit{owners[i], sc})
 		}
 	}
@@ -337,45 +341,48 @@ func (s *Store) scoreItems(ctx context.Context, cands []*catItem, msg string, qv
 	return best, inTopK, nil
 }
 
-// lexicalScores scores each chunk by the IDF-weighted share of the
-// message's distinct analysed terms (lower-cased, stemmed, stop words
-// out) that it contains; IDF is taken over the chunks scored. A score is
-// in [0, 1]: 1 when the chunk has every term of the message.
-func lexicalScores(msg string, chunks []string) []float64 {
+// lexicalScores scores each chunk, given as its set of analysed terms
+// (termSet), by the IDF-weighted share of the message's distinct analysed
+// terms (lower-cased, stemmed, stop words out) that it contains; IDF is
+// taken over the chunks scored. A score is in [0, 1]: 1 when the chunk has
+// every term of the message.
+func lexicalScores(msg string, sets []map[string]bool) []float64 {
 	q := distinct(index.Analyze(msg))
-	out := make([]float64, len(chunks))
+	out := make([]float64, len(sets))
 	if len(q) == 0 {
 		return out
 	}
-	sets := make([]map[string]bool, len(chunks))
-	df := map[string]int{}
-	for i, ch := range chunks {
-		sets[i] = map[string]bool{}
-		for _, t := range index.Analyze(ch) {
-			if !sets[i][t] {
-				sets[i][t] = true
-				df[t]++
-			}
-		}
-	}
-	n := float64(len(chunks))
+	n := float64(len(sets))
 	idf := make([]float64, len(q))
 	total := 0.0
 	for j, t := range q {
-		d := float64(df[t])
+		d := 0.0
+		for _, set := range sets {
+			if set[t] {
+				d++
+			}
+		}
 		idf[j] = math.Log(1 + (n-d+0.5)/(d+0.5))
 		total += idf[j]
 	}
-	for i := range chunks {
+	for i, set := range sets {
 		got := 0.0
 		for j, t := range q {
-			if sets[i][t] {
+			if set[t] {
 				got += idf[j]
 			}
 		}
 		out[i] = got / total
 	}
 	return out
+}
+
+func termSet(text string) map[string]bool {
+	set := map[string]bool{}
+	for _, t := range index.Analyze(text) {
+		set[t] = true
+	}
+	return set
 }
 
 func distinct(terms []string) []string {
@@ -396,6 +403,9 @@ func distinct(terms []string) []string {
 // embedded once per model however often recall runs or the server starts.
 type itemVectors struct {
 	dir string
+	// fill serialises lookups and embedding, so that concurrent recalls
+	// embed a missing chunk once.
+	fill sync.Mutex
 
 	mu    sync.Mutex
 	model string // the embedder's id, found once (see modelID)
@@ -445,6 +455,8 @@ func (v *itemVectors) modelID(ctx context.Context, s *Store) (string, error) {
 // those found neither in memory nor on disk. It reports how many it
 // embedded.
 func (v *itemVectors) vectors(ctx context.Context, s *Store, chunks []string) ([][]float32, int, error) {
+	v.fill.Lock()
+	defer v.fill.Unlock()
 	model, err := v.modelID(ctx, s)
 	if err != nil {
 		return nil, 0, err
