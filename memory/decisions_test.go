@@ -194,6 +194,11 @@ func TestRebuildGivesSameAnswers(t *testing.T) {
 				}
 			}
 			s := openTest(t, opts)
+			// Open replays at once but indexes in the background; the
+			// answers are the same once it has caught up.
+			if err := s.WaitIndexed(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 			after := observe(t, s, "c")
 			if n := sum.calls.Load() + tag.calls.Load() + split.calls.Load(); n != 0 {
 				t.Fatalf("rebuild called a model %d times (summariser %d, tagger %d, splitter %d), want 0",
