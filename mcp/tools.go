@@ -25,6 +25,9 @@ func tools(mem Memory, log *slog.Logger) []mcpserver.ServerTool {
 		collapseTopicTool(mem, log),
 		findQuoteTool(mem, log),
 		domainStatusTool(mem, log),
+		listContextItemsTool(mem, log),
+		addContextItemTool(mem, log),
+		removeContextItemTool(mem, log),
 	}
 }
 
@@ -63,6 +66,7 @@ func compactContextTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
 func recallContextTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
 	tool := mcpgo.NewTool("recall_context",
 		mcpgo.WithDescription("Recall the past context relevant to a message; call it at the start of every turn with the user's message. Returns, within max_tokens, "+
+			"the conversation's context items (configured rules and references: those in its session context and those relevant to the message), then "+
 			"topic summaries and the exact past turns that answer the message (verbatim, with speaker and date). "+
 			"The first content block is that context as plain text; structuredContent says why each piece is there. Read-only: the message is not stored."),
 		rawInputSchema(recallInputSchema()),

@@ -151,6 +151,10 @@ type Options struct {
 	Scrubber Scrubber
 	// Usage reports a conversation's LLM usage for Status; nil = none.
 	Usage func(conversationID string) ([]LLMUsage, error)
+	// ContextItems is the catalogue of rules and references (seed 002,
+	// items.go); ContextSearch tunes how agent items are chosen.
+	ContextItems  []ContextItem
+	ContextSearch ContextSearch
 	// Logger receives operational logs (never conversation text above Debug).
 	Logger *slog.Logger
 	// Now returns the current time (tests); default time.Now.
@@ -262,6 +266,14 @@ type RecallResult struct {
 	// searchable (one conversation only).
 	CatchingUp     bool   `json:"catching_up,omitempty"`
 	IndexedThrough string `json:"indexed_through,omitempty"`
+	// ContextItems are the context items included (first, in assembly
+	// order) and those considered but left out, each with its reason;
+	// ItemSearch says how agent items were searched.
+	ContextItems []ItemDecision `json:"context_items"`
+	ItemSearch   ItemSearch     `json:"item_search"`
+	// RequestID names this recall's record in the conversation's request
+	// history (virtualcontext://conversations/{conversation}/requests).
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // Include modes, after how an item enters a context: pinned ("always":
@@ -296,7 +308,9 @@ type TokenBreakdown struct {
 	Summaries int `json:"summaries"`
 	Headers   int `json:"headers"`
 	TopicHint int `json:"topic_hint"`
-	Budget    int `json:"budget"`
+	// ContextItems counts the context items' section (header included).
+	ContextItems int `json:"context_items"`
+	Budget       int `json:"budget"`
 }
 
 // Depth of a topic in the working set.

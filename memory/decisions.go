@@ -53,6 +53,7 @@ const (
 	decSplit     = "split"     // a tag split: changed turn tags, aliases
 	decWorking   = "working"   // the working set after expand/collapse
 	decAliases   = "aliases"   // the conversation's aliases after a user added one
+	decItems     = "context"   // the conversation's context-item selection after a change
 )
 
 // decision is one record of the derived-decisions log.
@@ -76,6 +77,8 @@ type decision struct {
 
 	// decAliases: every alias after the change.
 	Aliases map[string]string `json:"aliases,omitempty"`
+	// decItems: the whole selection after the change.
+	Items *itemSelection `json:"items,omitempty"`
 }
 
 // turnTags is the tagger's verdict on one stored turn. Hash ties it to the
@@ -515,6 +518,8 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 			}
 		case decAliases:
 			meta.Aliases = maps.Clone(d.Aliases)
+		case decItems:
+			meta.Items = d.Items.clone()
 		case decWorking:
 			c.working = make(map[string]WorkingEntry, len(d.Working))
 			for _, w := range d.Working {

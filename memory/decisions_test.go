@@ -97,6 +97,7 @@ func observe(t *testing.T, s *Store, conv string) snapshot {
 		if err != nil {
 			t.Fatal(err)
 		}
+		r.RequestID = "" // the request history keeps counting
 		js, _ := json.Marshal(r)
 		snap.Recalls = append(snap.Recalls, r.Text+"\n"+string(js))
 		fq, err := s.FindQuote(ctx, FindQuoteRequest{ConversationID: conv, Query: q})

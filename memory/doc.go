@@ -85,6 +85,14 @@
 // are *StorageError values wrapping ErrStorage, whose message says what to
 // do and whether anything was stored.
 //
+// Context items (items.go): a catalogue of rules and references from
+// Options.ContextItems joins each recall inside its budget. A
+// conversation's additions and removals are decisions (kind "context");
+// vectors of the items' chunks are cached in cache/context-vectors/ (one
+// file per chunk and model, safe to delete); what each recall used is
+// appended to requests/<file>.jsonl (not fsync'd, the newest 200 kept;
+// a history for people, never read back into state).
+//
 // File names: a conversation id names its files with ':' and every
 // upper-case letter written %XX (upper-case hex): "Proj:Chat" is
 // %50roj%3A%43hat.jsonl, so ids that differ only in case never share a file

@@ -68,6 +68,8 @@ type convMeta struct {
 	// SummariesIndexed is the generation the full-text index holds.
 	SummaryGen       int `json:"summary_gen,omitempty"`
 	SummariesIndexed int `json:"summaries_indexed,omitempty"`
+	// Items is the conversation's context-item selection (itemselect.go).
+	Items *itemSelection `json:"items,omitempty"`
 }
 
 // turnMeta is the index entry for one turn of a master log.

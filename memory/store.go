@@ -93,6 +93,12 @@ type Store struct {
 	kick      chan struct{}
 	embedDone chan struct{}
 	stopEmbed context.CancelFunc
+
+	// Context items (items.go): the catalogue, its cached chunk vectors
+	// and each conversation's request history (conversation id -> *requestLog).
+	items    *catalogue
+	itemVecs itemVectors
+	reqs     sync.Map
 }
 
 // holder identifies the process that holds a data directory.
@@ -167,6 +173,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
 	tok := cl100k()
+	cat, err := newCatalogue(opts.ContextItems, opts.ContextSearch, tok.Count)
+	if err != nil {
+		return nil, fmt.Errorf("context items: %w", err)
+	}
 	dbPath := filepath.Join(opts.Dir, dbFile)
 	db, err := bolt.Open(dbPath, 0o600, &bolt.Options{Timeout: opts.LockTimeout, NoSync: opts.noSync})
 	if err != nil {
@@ -178,6 +188,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s := &Store{opts: opts, db: db, tok: tok, tagger: opts.Tagger, sum: opts.Summarizer,
 		log: opts.Logger, now: opts.Now, convs: map[string]*convEntry{}, lru: list.New()}
 	s.idle = sync.NewCond(&s.mu)
+	s.items = cat
+	s.itemVecs = itemVectors{dir: filepath.Join(opts.Dir, filepath.FromSlash(itemVectorsDir)), mem: map[string][]float32{}}
 	if s.tagger == nil {
 		s.tagger = tagging.NewKeyword(opts.KeywordTagging)
 	}

@@ -42,7 +42,7 @@ func configCommand() *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("config validate: %w", err)
 		}
-		errs := validateConfig(data)
+		errs := validateConfig(data, filepath.Dir(file))
 		if len(errs) == 0 {
 			// The keys are fine one by one; check them together (e.g. soft
 			// below hard threshold) as serve would, without env or flags.

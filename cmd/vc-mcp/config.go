@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/vc-mcp/vc-mcp/memory"
 	"github.com/vc-mcp/vc-mcp/memory/llm"
 )
 
@@ -62,6 +63,9 @@ type settings struct {
 	TagRules             []llm.TagRule
 	KeywordTags          map[string][]string
 	ModelContextLimits   map[string]int
+	// Context items (items.go).
+	ContextItems  []memory.ContextItem
+	ContextSearch memory.ContextSearch
 }
 
 // settingKey is one documented setting.
@@ -194,6 +198,24 @@ var settingKeys = []settingKey{
 	{name: "model_context_limits", def: constant(""),
 		help:   "Config file only: a map of model name (prefix or glob) -> context window in tokens, over the built-in table (see Presets and model limits); the proxy sizes each request's window with it.",
 		decode: decodeModelLimits},
+	{name: "context_items", env: "VC_CONTEXT_ITEMS", flag: "context-items", def: constant(""),
+		help: "Rules and references that join recall_context (see Context items): in the config file, a list of `{name, type: rule|reference, include: always|manual|agent, priority, description, text}` (or `file:` instead of `text:`, relative to the config file); as a flag or env, the path of a YAML file holding such a list.",
+		set:  setContextItems},
+	{name: "context_top_k", env: "VC_CONTEXT_TOP_K", flag: "context-top-k", def: constant("20"),
+		help: "Agent context items: how many best-matching chunks (of ~500 characters) are considered per recall.",
+		set:  intSetter(func(c *settings) *int { return &c.ContextSearch.TopK }, 1, 1000)},
+	{name: "context_top_n", env: "VC_CONTEXT_TOP_N", flag: "context-top-n", def: constant("5"),
+		help: "Agent context items: how many are included per recall (items scoring `context_include_score` or more may exceed it).",
+		set:  intSetter(func(c *settings) *int { return &c.ContextSearch.TopN }, 1, 100)},
+	{name: "context_include_score", env: "VC_CONTEXT_INCLUDE_SCORE", flag: "context-include-score", def: constant("0.7"),
+		help: "Agent context items scoring at least this (0-1) are always included.",
+		set:  scoreSetter(func(c *settings) *float64 { return &c.ContextSearch.IncludeScore }, false)},
+	{name: "context_min_score", env: "VC_CONTEXT_MIN_SCORE", flag: "context-min-score", def: constant("0.3"),
+		help: "Agent context items scoring below this (0-1) are never included.",
+		set:  scoreSetter(func(c *settings) *float64 { return &c.ContextSearch.MinScore }, false)},
+	{name: "context_share", env: "VC_CONTEXT_SHARE", flag: "context-share", def: constant("0.5"),
+		help: "Fraction of a recall's budget context items may take; memory gets the rest.",
+		set:  scoreSetter(func(c *settings) *float64 { return &c.ContextSearch.Share }, true)},
 }
 
 func durationSetter(field func(*settings) *time.Duration) func(*settings, string) error {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -55,7 +56,7 @@ func readConfigFile(path string, explicit bool) (configFile, error) {
 		}
 		return configFile{}, fmt.Errorf("config file: %w", err)
 	}
-	f, errs := parseConfigFile(data)
+	f, errs := parseConfigFile(data, filepath.Dir(path))
 	if len(errs) > 0 {
 		return f, fmt.Errorf("config file %s: %w (vc-mcp config validate --config %s lists every problem)", path, errs[0], path)
 	}
@@ -66,7 +67,9 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // parseConfigFile splits a config file into keys, checking that each is a
 // known one of the right shape. It returns every problem found.
-func parseConfigFile(data []byte) (configFile, []error) {
+// dir is the file's directory: context items' file: paths are relative
+// to it.
+func parseConfigFile(data []byte, dir string) (configFile, []error) {
 	f := configFile{scalars: map[string]string{}, nodes: map[string]*yaml.Node{}, lines: map[string]int{}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -104,6 +107,16 @@ func parseConfigFile(data []byte) (configFile, []error) {
 		f.lines[name] = kn.Line
 		if k.decode != nil {
 			f.nodes[name] = vn
+			continue
+		}
+		if name == "context_items" && vn.Kind == yaml.SequenceNode {
+			// A list of maps: handed to setContextItems whole (items.go).
+			v, err := inlineItemsNode(vn, dir)
+			if err != nil {
+				errs = append(errs, lineErrorf(vn, "context_items: %v", err))
+				continue
+			}
+			f.scalars[name] = v
 			continue
 		}
 		switch vn.Kind {
@@ -156,8 +169,8 @@ func didYouMean(name string) string {
 
 // validateConfig checks every key of a config file, as `serve` would read
 // it, and returns every problem with its line.
-func validateConfig(data []byte) []error {
-	f, errs := parseConfigFile(data)
+func validateConfig(data []byte, dir string) []error {
+	f, errs := parseConfigFile(data, dir)
 	var c settings
 	for _, k := range settingKeys {
 		line := f.lines[k.name]

@@ -112,6 +112,8 @@ func memoryOptions(cfg settings, log *slog.Logger) memory.Options {
 		ContextHintMaxTokens: cfg.ContextHintMaxTokens,
 		LockTimeout:          lockTimeout,
 		Logger:               log,
+		ContextItems:         cfg.ContextItems,
+		ContextSearch:        cfg.ContextSearch,
 	}
 }
 
