@@ -50,8 +50,11 @@ usage:
                              rebuild summaries from the master logs
   vc-mcp daemon status|stop  the shared server every stdio host of a data dir uses
   vc-mcp import [--format chatgpt|claude] FILE   import ChatGPT or Claude history
+  vc-mcp import BUNDLE [--merge]   restore a vc-mcp bundle (vc-mcp export --format jsonl)
   vc-mcp export --format markdown --out DIR [--conversation ID]
                              write memory as Markdown, one directory per topic
+  vc-mcp export --format jsonl --out FILE|- [--conversation ID]
+                             write memory as a bundle that import restores (docs/bundle.md)
   vc-mcp version [--json]    print the version and commit
   vc-mcp help [command]      this help; "vc-mcp serve -h" lists every flag
 
@@ -85,7 +88,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "import":
 		return runImport(ctx, args, stdin, stdout, stderr)
 	case "export":
-		return runExportMarkdown(ctx, args, stdin, stdout, stderr)
+		return runExport(ctx, args, stdin, stdout, stderr)
 	case "version", "--version":
 		return runVersion(ctx, args, stdin, stdout, stderr)
 	case "help", "-h", "--help":
