@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vc-mcp/vc-mcp/memory/scrub"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
 )
@@ -407,4 +408,40 @@ func FuzzReadBundle(f *testing.F) {
 			t.Fatal("content changed through a write and a read")
 		}
 	})
+}
+
+// TestBundleRefusesSecrets: a bundle whose messages hold a secret (made
+// with scrubbing off) is refused by a store that scrubs, with nothing
+// written, and accepted by one that does not; placeholders of a scrubbed
+// store travel as they are.
+func TestBundleRefusesSecrets(t *testing.T) {
+	ctx := context.Background()
+	const key = "sk-proj-Q9x8mZ2vL4nR7tK1pW6sY3bH5dF0gJ8cA2eU4iO6"
+	plain := openTest(t, Options{Scrubber: scrub.Off()})
+	ingest(t, plain, "keys", []Message{msg("user", "", "my key is "+key+" for the billing job", t0)})
+	b := readBundle(t, exportAll(t, plain))
+
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	_, err := s.ImportBundle(ctx, b, BundleImportOptions{}, nil)
+	if !errors.Is(err, ErrSecretInBundle) || !strings.Contains(err.Error(), "t1 of keys") || strings.Contains(err.Error(), key) {
+		t.Fatalf("import of a bundle holding a key: %v, want ErrSecretInBundle naming t1 and not the key", err)
+	}
+	if files := dirFiles(t, dir); len(files) != 0 {
+		t.Errorf("a refused import wrote %v", keys(files))
+	}
+	off := openTest(t, Options{Scrubber: scrub.Off()})
+	if _, err := off.ImportBundle(ctx, b, BundleImportOptions{}, nil); err != nil {
+		t.Errorf("import with scrubbing off: %v", err)
+	}
+
+	scrubbed := openTest(t, Options{})
+	ingest(t, scrubbed, "keys", []Message{msg("user", "", "my key is "+key+" for the billing job", t0)})
+	data := exportAll(t, scrubbed)
+	if bytes.Contains(data, []byte(key)) || !bytes.Contains(data, []byte("[secret:")) {
+		t.Fatalf("a scrubbed store's bundle: %s", data)
+	}
+	if _, err := s.ImportBundle(ctx, readBundle(t, data), BundleImportOptions{}, nil); err != nil {
+		t.Errorf("import of placeholders: %v", err)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -159,6 +160,11 @@ func (s *Store) ImportBundle(ctx context.Context, b *Bundle, opts BundleImportOp
 		return res, err
 	}
 	defer end()
+	for _, bc := range b.Conversations {
+		if err := s.bundleSecrets(bc); err != nil {
+			return res, err
+		}
+	}
 	existing := make([]bool, len(b.Conversations))
 	var clash []string
 	for i, bc := range b.Conversations {
@@ -225,6 +231,39 @@ func (s *Store) ImportBundle(ctx context.Context, b *Bundle, opts BundleImportOp
 		}
 	}
 	return res, nil
+}
+
+// ErrSecretInBundle marks a bundle message that holds text the store's
+// secret rules match. Messages are restored byte for byte, never
+// rewritten, so such a bundle is refused. Nothing was written.
+var ErrSecretInBundle = errors.New("secret in bundle")
+
+// bundleSecrets checks a conversation's messages against the store's
+// scrubber (a vc-mcp bundle was scrubbed when its messages were first
+// stored; one from elsewhere, or made under other rules, may not be).
+func (s *Store) bundleSecrets(bc BundleConversation) error {
+	sc := s.scrubber()
+	for _, line := range bc.Messages {
+		r, err := decodeRecord(line)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrBadBundle, bc.ID, err)
+		}
+		scrubbed, n := sc.Scrub(r.Content)
+		_, n2 := sc.JSON(r.Raw)
+		_, n3 := sc.JSON(r.ToolCalls)
+		if n+n2+n3 == 0 {
+			continue
+		}
+		what := ""
+		if i := strings.Index(scrubbed, "[secret:"); i >= 0 {
+			if j := strings.IndexByte(scrubbed[i:], ']'); j > 0 {
+				what = " (" + scrubbed[i+1:i+j] + ")"
+			}
+		}
+		return fmt.Errorf("%w: message %s of %s holds %d secret(s)%s that the scrub rules match; a bundle is restored byte for byte, never rewritten, so nothing was imported: remove the secret where the bundle was made, or import with scrubbing off (scrub: false) if it is a false positive",
+			ErrSecretInBundle, turnID(r.Seq), bc.ID, n+n2+n3, what)
+	}
+	return nil
 }
 
 func joinIDs(ids []string) string {

@@ -225,6 +225,9 @@ func importBundle(ctx context.Context, cfg settings, file string, data []byte, m
 	defer closeLog()
 	opts := memoryOptions(cfg, log)
 	opts.Embedder = nil // vectors are derived: whoever serves the data directory next computes them
+	if opts.Scrubber, err = scrubberFor(cfg); err != nil {
+		return err
+	}
 	// A shared server holding the data directory hands it over for the
 	// import; its hosts wait and reconnect.
 	release, err := exclusive(ctx, cfg, &opts)
