@@ -445,3 +445,109 @@ func TestBundleRefusesSecrets(t *testing.T) {
 		t.Errorf("import of placeholders: %v", err)
 	}
 }
+
+// TestBundleFromAnotherWriter: a bundle another tool wrote, with version 1
+// master log records (no checksum, no hash) and no decisions, imports and
+// is searchable; the tagger tags what no decision covers.
+func TestBundleFromAnotherWriter(t *testing.T) {
+	ctx := context.Background()
+	b := &Bundle{Header: BundleHeader{ExportedAt: bundleTime, VCMCPVersion: "other-tool 0.1"}, Conversations: []BundleConversation{{
+		ID: "elsewhere:trip",
+		Messages: [][]byte{
+			[]byte(`{"v":1,"seq":1,"role":"user","content":"We land in Lisbon on the 4th and take the tram to Alfama.","ts":"2025-06-01T10:00:00Z","at":"2025-06-01T10:00:00Z"}`),
+			[]byte(`{"v":1,"seq":2,"role":"assistant","content":"Tram 28 goes to Alfama; buy a Viva Viagem card first.","at":"2025-06-01T10:00:05Z"}`),
+		},
+	}}}
+	var buf bytes.Buffer
+	if _, err := WriteBundle(&buf, b); err != nil {
+		t.Fatal(err)
+	}
+	read := readBundle(t, buf.Bytes())
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	if _, err := s.ImportBundle(ctx, read, BundleImportOptions{}, nil); err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	if err := s.WaitIndexed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fq, err := s.FindQuote(ctx, FindQuoteRequest{ConversationID: "elsewhere:trip", Query: "Viva Viagem card"})
+	if err != nil || len(fq.Quotes) == 0 || fq.Quotes[0].TurnID != "t2" {
+		t.Fatalf("find_quote on the imported bundle: %+v, %v; want t2", fq, err)
+	}
+	st, err := s.Status(ctx, "elsewhere:trip")
+	if err != nil || st.Totals.Turns != 2 || len(st.Tags) == 0 {
+		t.Fatalf("status: %+v, %v; want 2 tagged turns", st, err)
+	}
+	log, err := os.ReadFile(filepath.Join(dir, logsDir, fileName("elsewhere:trip")+logExt))
+	if err != nil || string(log) != string(b.Conversations[0].Messages[0])+"\n"+string(b.Conversations[0].Messages[1])+"\n" {
+		t.Errorf("master log %q (%v), want the records byte for byte", log, err)
+	}
+}
+
+// TestBundleImportUnderLoad: imports (new conversations and a merge) run
+// while other goroutines write and read the same store, under -race.
+func TestBundleImportUnderLoad(t *testing.T) {
+	ctx := context.Background()
+	src := openTest(t, Options{})
+	ingest(t, src, "c0", chat(20, t0)[:10])
+	first := readBundle(t, exportAll(t, src))
+	ingest(t, src, "c0", chat(20, t0)[10:])
+	for i := 1; i < 4; i++ {
+		ingest(t, src, fmt.Sprintf("c%d", i), chat(20, t0))
+	}
+	b := readBundle(t, exportAll(t, src))
+	s := openTest(t, Options{MaxOpenConversations: 2})
+	if _, err := s.ImportBundle(ctx, first, BundleImportOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ingest(t, s, "local", chat(4, t0))
+	done := make(chan struct{})
+	errs := make(chan error, 3)
+	go func() {
+		defer close(done)
+		_, err := s.ImportBundle(ctx, b, BundleImportOptions{Merge: true}, nil)
+		errs <- err
+	}()
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				errs <- nil
+				return
+			default:
+			}
+			if _, err := s.Ingest(ctx, IngestRequest{ConversationID: "local", Messages: []Message{msg("user", "", fmt.Sprintf("note %d about the garden", i), t0.Add(time.Duration(i)*time.Second))}}); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	go func() {
+		for {
+			select {
+			case <-done:
+				errs <- nil
+				return
+			default:
+			}
+			for _, id := range []string{"c0", "c1", "c3", "local"} {
+				if _, err := s.Recall(ctx, RecallRequest{ConversationID: id, Message: "Rex vaccination", MaxTokens: 300}); err != nil && !errors.Is(err, ErrNotFound) {
+					errs <- err
+					return
+				}
+			}
+		}
+	}()
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 4 {
+		st, err := s.Status(ctx, fmt.Sprintf("c%d", i))
+		if err != nil || st.Totals.Turns != 20 {
+			t.Errorf("c%d after the import: %+v, %v; want 20 turns", i, st.Totals, err)
+		}
+	}
+}
