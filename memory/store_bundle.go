@@ -54,11 +54,18 @@ func (s *Store) ExportBundle(ctx context.Context, w io.Writer, opts BundleExport
 			return BundleStats{}, err
 		}
 	}
+	seen := map[string]bool{}
+	uniq := ids[:0:0]
 	for _, id := range ids {
 		if err := ValidateConversationID(id); err != nil {
 			return BundleStats{}, err
 		}
+		if !seen[id] { // a conversation appears once in a bundle
+			seen[id] = true
+			uniq = append(uniq, id)
+		}
 	}
+	ids = uniq
 	at := opts.ExportedAt
 	if at.IsZero() {
 		at = s.now()
