@@ -208,6 +208,7 @@ func TestExportDispatch(t *testing.T) {
 		{"markdown still", []string{"--format", "markdown", "--out", filepath.Join(dir, "md")}, "", "md/c/index.md"},
 		{"unknown format", []string{"--format", "xml", "--out", filepath.Join(dir, "x")}, `unknown --format "xml" (want markdown or jsonl)`, ""},
 		{"no out", []string{"--format", "jsonl"}, "--out FILE is required", ""},
+		{"no format", []string{"--out", filepath.Join(dir, "somewhere")}, "--format is required (markdown, or jsonl", ""},
 		{"unknown conversation", []string{"--out", filepath.Join(dir, "n.jsonl"), "--conversation", "nope"}, "no stored messages", ""},
 		{"bad conversation", []string{"--out", filepath.Join(dir, "n.jsonl"), "--conversation", "../x"}, "--conversation", ""},
 	} {

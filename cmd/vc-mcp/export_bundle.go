@@ -41,7 +41,13 @@ func runExport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprint(stderr, "\n"+exportBundleUsage)
 		return nil
 	}
-	if f := lastValue(own["format"]); f != "" && f != "markdown" {
+	switch f := lastValue(own["format"]); {
+	case err != nil || f == "markdown":
+	case f == "":
+		fmt.Fprint(stderr, exportUsage)
+		fmt.Fprint(stderr, "\n"+exportBundleUsage)
+		return fmt.Errorf("export: --format is required (markdown, or jsonl for a bundle; an --out ending in .jsonl means jsonl)")
+	default:
 		return fmt.Errorf("export: unknown --format %q (want markdown or jsonl)", f)
 	}
 	return runExportMarkdown(ctx, args, stdin, stdout, stderr)
