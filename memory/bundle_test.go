@@ -551,3 +551,50 @@ func TestBundleImportUnderLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestBundleLeavesDamagedRecordsOut: a record that fails its checksum in
+// the source is not exported; the import keeps its turn id as a damaged
+// placeholder, as the source does, and every other turn verbatim.
+func TestBundleLeavesDamagedRecordsOut(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	ingest(t, s, "d", chat(10, t0))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, logsDir, "d.jsonl")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(data, []byte("appointment number 5"))
+	data[i] = 'A'
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	b := readBundle(t, exportAll(t, s))
+	if n := len(b.Conversations[0].Messages); n != 9 {
+		t.Fatalf("exported %d messages, want the 9 that verify", n)
+	}
+	want, err := s.Status(ctx, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := openTest(t, Options{})
+	if _, err := d.ImportBundle(ctx, b, BundleImportOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Status(ctx, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Totals.Turns != 10 || got.Totals.DamagedRecords != want.Totals.DamagedRecords || got.Totals.DamagedRecords != 1 {
+		t.Errorf("imported totals %+v, want 10 turns with 1 damaged like the source's %+v", got.Totals, want.Totals)
+	}
+	fq, err := d.FindQuote(ctx, FindQuoteRequest{ConversationID: "d", Query: "appointment number 6"})
+	if err != nil || len(fq.Quotes) == 0 || fq.Quotes[0].TurnID != "t6" {
+		t.Errorf("find_quote after the gap: %+v, %v; want t6 under its own id", fq.Quotes, err)
+	}
+}
