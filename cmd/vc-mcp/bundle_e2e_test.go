@@ -28,6 +28,9 @@ func bundleAnswers(t *testing.T, s *stdioServer) []string {
 	for _, q := range []string{"sourdough rye flour", "ingress controller certificates", "drip irrigation detail 12", "cold proof"} {
 		out = append(out, text(mustOK(t, s.c, "find_quote", map[string]any{"conversation_id": "proj:garden", "query": q})))
 	}
+	for _, q := range []string{"what did we say about the sourdough proof?", "kubernetes upgrade certificates"} {
+		out = append(out, text(mustOK(t, s.c, "recall_context", map[string]any{"conversation_id": "proj:garden", "message": q, "max_tokens": 600})))
+	}
 	out = append(out, text(mustOK(t, s.c, "find_quote", map[string]any{"conversation_id": "notes", "query": "staging port"})))
 	return out
 }
