@@ -14,6 +14,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/vc-mcp/vc-mcp/memory"
+	"github.com/vc-mcp/vc-mcp/share"
 )
 
 const exportBundleUsage = `usage:
@@ -141,7 +142,7 @@ func runExportBundle(ctx context.Context, args []string, stdin io.Reader, stdout
 		return fmt.Errorf("export: %w", err)
 	}
 	defer release()
-	store, err := memory.Open(ctx, opts)
+	store, err := openExclusive(ctx, cfg, opts)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", cfg.DataDir, err)
 	}
@@ -169,6 +170,26 @@ func runExportBundle(ctx context.Context, args []string, stdin io.Reader, stdout
 	}
 	fmt.Fprintf(report, "exported %d conversation(s) to %s: %d message(s), %d decision(s)\n", st.Conversations, out, st.Messages, st.Decisions)
 	return nil
+}
+
+// openExclusive opens the store after exclusive(). A shared daemon that a
+// host started just before the hold was taken may have passed its wait for
+// the hold and take the lock after exclusive() found no owner to stop; it
+// listens by then, so on ErrLocked it is asked again to hand over, until
+// handOverTimeout.
+func openExclusive(ctx context.Context, cfg settings, opts memory.Options) (*memory.Store, error) {
+	deadline := time.Now().Add(handOverTimeout)
+	opts.LockTimeout = 2 * time.Second
+	for {
+		store, err := memory.Open(ctx, opts)
+		if err == nil || !errors.Is(err, memory.ErrLocked) || time.Now().After(deadline) {
+			return store, err
+		}
+		// The hold file is this process's already; only the stop matters.
+		if _, xerr := share.Exclusive(ctx, cfg.DataDir, buildVersion()); xerr != nil {
+			return nil, errors.Join(err, xerr)
+		}
+	}
 }
 
 // writeFileAtomic writes path through a temporary file beside it, fsync'd
@@ -241,7 +262,7 @@ func importBundle(ctx context.Context, cfg settings, file string, data []byte, m
 		return fmt.Errorf("import: %w", err)
 	}
 	defer release()
-	store, err := memory.Open(ctx, opts)
+	store, err := openExclusive(ctx, cfg, opts)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", cfg.DataDir, err)
 	}

@@ -115,7 +115,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return fmt.Errorf("import: %w", err)
 	}
 	defer release()
-	store, err := memory.Open(ctx, opts)
+	store, err := openExclusive(ctx, cfg, opts)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", cfg.DataDir, err)
 	}
