@@ -136,35 +136,16 @@ func initCommand() *cobra.Command {
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			return fmt.Errorf("init: %w", err)
 		}
-		if err := writeFileAtomic(out, []byte(text)); err != nil {
+		if err := writeFileAtomic(out, func(w io.Writer) error {
+			_, err := io.WriteString(w, text)
+			return err
+		}); err != nil {
 			return fmt.Errorf("init: %w", err)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (preset %s); check it with: vc-mcp config validate --config %s\n", out, name, out)
 		return nil
 	}
 	return cmd
-}
-
-// writeFileAtomic writes through a temporary file and a rename.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".vc-mcp-config-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
 }
 
 // starterConfig is the commented config file `init` writes for a preset.

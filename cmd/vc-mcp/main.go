@@ -52,6 +52,7 @@ usage:
                              rebuild summaries from the master logs
   vc-mcp daemon status|stop  the shared server every stdio host of a data dir uses
   vc-mcp import [--format chatgpt|claude] FILE   import ChatGPT or Claude history
+  vc-mcp import BUNDLE [--merge]   restore a vc-mcp bundle (vc-mcp export --format jsonl)
   vc-mcp export --format markdown --out DIR [--conversation ID]
                              write memory as Markdown, one directory per topic
   vc-mcp status|tags|domains [--conversation ID] [--json]
@@ -64,6 +65,8 @@ usage:
                              tag aliases; suggest finds plurals and near spellings
   vc-mcp config validate [--config FILE]   check a config file, with line numbers
   vc-mcp init PRESET [--out FILE]          write a commented starter config
+  vc-mcp export --format jsonl --out FILE|- [--conversation ID]
+                             write memory as a bundle that import restores (docs/bundle.md)
   vc-mcp version [--json]    print the version and commit
   vc-mcp help [command]      this help; "vc-mcp serve -h" lists every flag
 
@@ -96,8 +99,8 @@ var legacyCommands = []struct {
 	{"summaries", "rebuild summaries from the master logs", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return runSummaries(ctx, args, stdout, stderr)
 	}},
-	{"import", "import ChatGPT or Claude history", runImport},
-	{"export", "write memory as Markdown", runExportMarkdown},
+	{"import", "import ChatGPT or Claude history, or a vc-mcp bundle", runImport},
+	{"export", "write memory as Markdown or as a bundle", runExport},
 	{"version", "print the version and commit", runVersion},
 }
 
