@@ -75,6 +75,8 @@ type Store struct {
 	log    *slog.Logger
 	now    func() time.Time
 
+	set *settingsBox // settings that change at run time (settings.go)
+
 	prefixCache sync.Map // speaker -> tokens of a turn line's speaker prefix (few speakers)
 
 	// mu guards convs, lru, ops and closing (see the lock order above).
@@ -125,6 +127,12 @@ func (o *Options) setDefaults() {
 	if o.MaxMessageBytes <= 0 {
 		o.MaxMessageBytes = 1 << 20
 	}
+	if o.Replacement.KeepLast <= 0 {
+		o.Replacement.KeepLast = DefaultKeepLast
+	}
+	if o.HintStyle == "" {
+		o.HintStyle = HintAuto
+	}
 	if o.SummaryConcurrency <= 0 {
 		o.SummaryConcurrency = 4
 	}
@@ -169,6 +177,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s := &Store{opts: opts, db: db, tok: tok, tagger: opts.Tagger, sum: opts.Summarizer,
 		log: opts.Logger, now: opts.Now, convs: map[string]*convEntry{}, lru: list.New()}
 	s.idle = sync.NewCond(&s.mu)
+	s.set = newSettingsBox(opts.Dir, opts.settings())
+	if err := s.set.base.Validate(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("settings: %w", err)
+	}
+	if err := s.set.load(); err != nil {
+		s.log.Warn("run-time settings not applied", "err", err)
+	}
 	if s.tagger == nil {
 		s.tagger = tagging.NewKeyword(nil)
 	}
