@@ -144,10 +144,15 @@ func (s *Store) CompactMessages(ctx context.Context, req ReplaceRequest) (Replac
 	}
 
 	// Our own earlier summaries are folded into the new one, never stored.
-	var store []Message
-	for _, m := range req.Messages {
-		if !isSummary(m) {
-			store = append(store, m)
+	// The call that wrote the last one stored everything before it (the
+	// system messages in front included), so only what follows it is sent
+	// to Ingest: that keeps its alignment with the stored tail, and a
+	// resent list stores only its new messages.
+	store := req.Messages
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if isSummary(req.Messages[i]) {
+			store = req.Messages[i+1:]
+			break
 		}
 	}
 	res := ReplaceResult{Replacement: Replacement{At: s.now().UTC()}}
