@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/vc-mcp/vc-mcp/memory"
+	"github.com/vc-mcp/vc-mcp/memory/llm"
+	"github.com/vc-mcp/vc-mcp/memory/summarize"
 )
 
 func chatMessages(n int) []map[string]any {
@@ -133,5 +136,66 @@ func TestHintTierByClientName(t *testing.T) {
 				t.Errorf("got hint style %s, want %s with %q in:\n%s", out.HintStyle, tc.want, tc.head, firstText(t, res))
 			}
 		})
+	}
+}
+
+// replaceModel answers the replace prompt through MCP sampling like a
+// client's model, and records what it was asked.
+type replaceModel struct {
+	mu      sync.Mutex
+	prompts []string
+}
+
+func (m *replaceModel) CreateMessage(ctx context.Context, req mcpgo.CreateMessageRequest) (*mcpgo.CreateMessageResult, error) {
+	var b strings.Builder
+	b.WriteString(req.SystemPrompt)
+	for _, msg := range req.Messages {
+		b.WriteString(mcpgo.GetTextFromContent(msg.Content))
+	}
+	m.mu.Lock()
+	m.prompts = append(m.prompts, b.String())
+	m.mu.Unlock()
+	return &mcpgo.CreateMessageResult{
+		SamplingMessage: mcpgo.SamplingMessage{Role: mcpgo.RoleAssistant, Content: mcpgo.NewTextContent(
+			`{"summary": "Ana plans 4 nights in Kyoto in May at a ryokan under 30,000 yen a night."}`)},
+		Model: "client-model-1", StopReason: "endTurn",
+	}, nil
+}
+
+// TestCompactMessagesThroughSampling: the summary is written by the MCP
+// client's own model (sampling), with the simple prompt when asked.
+func TestCompactMessagesThroughSampling(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c := llm.NewClient(llm.Config{Provider: llm.ProviderSampling, Model: "client-model"}, NewSampler("", 10*time.Second), llm.ClientOptions{})
+	st, err := memory.Open(ctx, memory.Options{Dir: t.TempDir(), Summarizer: llm.NewSummarizer(c, summarize.NewExtractive(nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	model := &replaceModel{}
+	cl, err := client.NewInProcessClientWithSamplingHandler(NewServer(st, Options{Version: "test", Sampling: true}), model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	if err := cl.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	initialize(t, cl)
+	for _, simple := range []bool{false, true} {
+		res := mustTool(t, cl, "compact_messages", map[string]any{"conversation_id": "s", "messages": chatMessages(8), "use_simple_prompt": simple})
+		var out ReplaceOutput
+		decodeStructured(t, res, &out)
+		if out.Method != "llm:sampling/client-model-1" || !strings.Contains(out.Summary, "30,000 yen") {
+			t.Fatalf("simple=%v: got method %q summary %q, want the client's model", simple, out.Method, out.Summary)
+		}
+		model.mu.Lock()
+		p := model.prompts[len(model.prompts)-1]
+		model.mu.Unlock()
+		detailed := strings.Contains(p, "The note must carry:")
+		if detailed == simple || !strings.Contains(p, "Message 5: the Kyoto ryokan") {
+			t.Errorf("simple=%v: the prompt sent was not the expected mode or lacks the messages:\n%s", simple, p)
+		}
 	}
 }
