@@ -196,7 +196,7 @@ func (s Settings) Validate() error {
 			bad("%s is not valid UTF-8", name)
 		}
 	}
-	if _, err := ParseHintStyle(string(s.HintStyle)); err != nil || s.HintStyle == "" {
+	if s.HintStyle != HintAuto && s.HintStyle != HintShort && s.HintStyle != HintDashboard {
 		bad("context_hint_style must be auto, short or dashboard, got %q", clip(string(s.HintStyle), 40))
 	}
 	if len(errs) == 0 {
