@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -102,7 +103,7 @@ func TestDecodeOthers(t *testing.T) {
 				fq.Since, fq.Until, w.Since, w.Until = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 				got, tt.want = fq, w
 			}
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
