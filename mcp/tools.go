@@ -18,7 +18,7 @@ import (
 // tools returns every tool, each definition next to its handler, in the
 // order they are documented.
 func tools(mem Memory, log *slog.Logger) []mcpserver.ServerTool {
-	return []mcpserver.ServerTool{
+	out := []mcpserver.ServerTool{
 		compactContextTool(mem, log),
 		recallContextTool(mem, log),
 		expandTopicTool(mem, log),
@@ -29,6 +29,10 @@ func tools(mem Memory, log *slog.Logger) []mcpserver.ServerTool {
 		addContextItemTool(mem, log),
 		removeContextItemTool(mem, log),
 	}
+	if rep, ok := mem.(Replacer); ok {
+		out = append(out, compactMessagesTool(rep, log))
+	}
+	return out
 }
 
 func compactContextTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
@@ -75,6 +79,7 @@ func recallContextTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
 	)
 	return mcpserver.ServerTool{Tool: tool, Handler: handle(log, "recall_context", decodeRecall,
 		func(ctx context.Context, req memory.RecallRequest, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			req.Client = clientName(ctx)
 			res, err := mem.Recall(ctx, req)
 			if err != nil {
 				return nil, err
@@ -333,4 +338,13 @@ func day(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format("2006-01-02")
+}
+
+// clientName is the MCP client's clientInfo name ("" when unknown): with
+// context_hint_style auto, it picks the topics hint's form.
+func clientName(ctx context.Context) string {
+	if s, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithClientInfo); ok {
+		return s.GetClientInfo().Name
+	}
+	return ""
 }

@@ -108,6 +108,10 @@ type Options struct {
 	ProtectedTurns int
 	// MaxMessageBytes limits one message's content (default 1 MiB).
 	MaxMessageBytes int
+	// Replacement configures summary replacement (CompactMessages).
+	Replacement ReplacementOptions
+	// HintStyle is the topics hint's form ("" = HintAuto).
+	HintStyle HintStyle
 	// SummaryConcurrency bounds how many summaries compaction asks for at
 	// once (default 4).
 	SummaryConcurrency int
@@ -236,6 +240,10 @@ type RecallRequest struct {
 	// model (the history a proxy forwards): stored turns with the same text
 	// are left out, so the budget goes to what the model does not have.
 	Exclude []string
+	// Client is the client's model name (the proxy's request model) or its
+	// MCP clientInfo name; with context_hint_style auto it picks the topics
+	// hint's form (HintStyleFor).
+	Client string
 }
 
 // RecallResult is the assembled context and why each piece is there.
@@ -274,6 +282,9 @@ type RecallResult struct {
 	// RequestID names this recall's record in the conversation's request
 	// history (virtualcontext://conversations/{conversation}/requests).
 	RequestID string `json:"request_id,omitempty"`
+	// HintStyle is the topics hint's form for this client ("short" or
+	// "dashboard"), whether or not a hint fit in the budget.
+	HintStyle HintStyle `json:"hint_style,omitempty"`
 }
 
 // Include modes, after how an item enters a context: pinned ("always":

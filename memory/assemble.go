@@ -41,7 +41,7 @@ type summaryPick struct {
 // of the matched topics that have been compacted, then a hint naming the
 // topics on record. Broad queries put the topic overview first. The
 // conversations' read locks are held.
-func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q tagging.Query, budget int, multi bool) assembly {
+func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q tagging.Query, budget int, multi bool, style HintStyle) assembly {
 	var a assembly
 	const header = "# Recalled memory\n"
 	used := s.tok.Count(header) + 2 // slack for joins
@@ -98,7 +98,7 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 		if m := s.opts.ContextHintMaxTokens; m > 0 {
 			room = min(room, m+4)
 		}
-		hint = s.topicHint(convs, room-4)
+		hint = s.topicHint(convs, hintInput{style: style, room: room - 4, budget: budget, used: used, multi: multi})
 		used += s.tok.Count(hint) + 1
 	}
 
@@ -427,67 +427,6 @@ func coverOrder(c *conv) []string {
 		}
 	}
 	return out
-}
-
-// topicHint names the biggest topics on record, so the model knows what it
-// can expand.
-func (s *Store) topicHint(convs []*conv, budget int) string {
-	type tc struct {
-		tag string
-		n   int
-	}
-	var all []tc
-	byTag := map[string]*conv{}
-	for _, c := range convs {
-		for tag, n := range c.vocab {
-			if tag != tagging.General && n > 1 {
-				all = append(all, tc{tag, n})
-				byTag[tag] = c
-			}
-		}
-	}
-	if len(all) == 0 {
-		return ""
-	}
-	prio := func(tag string) int {
-		if s.opts.TagPriority == nil {
-			return 0
-		}
-		return s.opts.TagPriority(tag)
-	}
-	sort.Slice(all, func(i, j int) bool {
-		if pi, pj := prio(all[i].tag), prio(all[j].tag); pi != pj {
-			return pi > pj
-		}
-		if all[i].n != all[j].n {
-			return all[i].n > all[j].n
-		}
-		return all[i].tag < all[j].tag
-	})
-	line := "## Topics on record (expand_topic to page one in)\n"
-	used := estimateTokens(line)
-	named := 0
-	for _, t := range all {
-		if named >= 40 {
-			break
-		}
-		if c := byTag[t.tag]; c != nil && c.spreadTag(t.tag) {
-			continue // a speaker's name, "chatting": not a topic
-		}
-		next := fmt.Sprintf("%s (%d)", t.tag, t.n)
-		if named > 0 {
-			next = ", " + next
-		}
-		// Estimated; the assembly is counted exactly at the end.
-		n := estimateTokens(next)
-		if used+n > budget {
-			break
-		}
-		used += n
-		line += next
-		named++
-	}
-	return line
 }
 
 // prefixTokens is an upper bound on the tokens of a turn line's prefix

@@ -30,7 +30,16 @@
 // Recall and FindQuote say they are catching up.
 //
 // Recall assembles, inside a strict cl100k token budget, the summaries and
-// exact past turns that matter for a message.
+// exact past turns that matter for a message, ending with a topics hint in
+// the form the client suits (HintStyleFor: a short list or a budget
+// dashboard).
+//
+// CompactMessages is summary-replacement mode for clients that keep their
+// own message list: it stores the messages, then returns the system
+// messages, one summary standing in for the older ones and the latest
+// ones. Settings (thresholds, protected turns, summary replacement, the
+// hint's form) can change while the store is open (UpdateSettings); the
+// changes are kept in runtime-settings.json in the data directory.
 //
 // # Master log format
 //

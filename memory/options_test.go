@@ -68,11 +68,13 @@ func TestContextHintMaxTokens(t *testing.T) {
 		}
 		return s.tok.Count(r.Text[i:])
 	}
-	full, capped := hintTokens(0), hintTokens(12)
-	if full <= 16 {
+	// The cap leaves room for the heading and a topic line with its
+	// description (the hint's short form).
+	full, capped := hintTokens(0), hintTokens(40)
+	if full <= 44 {
 		t.Fatalf("uncapped hint has %d tokens; the fixture should give a longer one", full)
 	}
-	if capped == 0 || capped > 16 || capped >= full {
-		t.Errorf("hint capped at 12 tokens has %d (uncapped %d)", capped, full)
+	if capped == 0 || capped > 44 || capped >= full {
+		t.Errorf("hint capped at 40 tokens has %d (uncapped %d)", capped, full)
 	}
 }

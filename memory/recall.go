@@ -146,7 +146,8 @@ func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, er
 	if res.CatchingUp, res.IndexedThrough = catchingUp(convs); res.CatchingUp {
 		note = "\n" + catchingUpNote(res.IndexedThrough)
 	}
-	a := s.assemble(convs, ranked, matched, q, budget-s.tok.Count(note), len(convs) > 1)
+	res.HintStyle = HintStyleFor(s.set.get().HintStyle, req.Client)
+	a := s.assemble(convs, ranked, matched, q, budget-s.tok.Count(note), len(convs) > 1, res.HintStyle)
 	res.TurnIDs, res.Summaries, res.Breakdown, res.Included = a.turnIDs, a.summaries, a.breakdown, a.included
 	res.Breakdown.Budget = total
 	join(a.text + note)

@@ -75,6 +75,8 @@ type Store struct {
 	log    *slog.Logger
 	now    func() time.Time
 
+	set *settingsBox // settings that change at run time (settings.go)
+
 	prefixCache sync.Map // speaker -> tokens of a turn line's speaker prefix (few speakers)
 
 	// mu guards convs, lru, ops and closing (see the lock order above).
@@ -140,6 +142,12 @@ func (o *Options) setDefaults() {
 	if o.MaxSplitsPerTurn <= 0 {
 		o.MaxSplitsPerTurn = 1
 	}
+	if o.Replacement.KeepLast <= 0 {
+		o.Replacement.KeepLast = DefaultKeepLast
+	}
+	if o.HintStyle == "" {
+		o.HintStyle = HintAuto
+	}
 	if o.SummaryConcurrency <= 0 {
 		o.SummaryConcurrency = 4
 	}
@@ -190,6 +198,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s.idle = sync.NewCond(&s.mu)
 	s.items = cat
 	s.itemVecs = itemVectors{dir: filepath.Join(opts.Dir, filepath.FromSlash(itemVectorsDir)), mem: map[string][]float32{}}
+	s.set = newSettingsBox(opts.Dir, opts.settings())
+	if err := s.set.base.Validate(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("settings: %w", err)
+	}
+	if err := s.set.load(); err != nil {
+		s.log.Warn("run-time settings not applied", "err", err)
+	}
 	if s.tagger == nil {
 		s.tagger = tagging.NewKeyword(opts.KeywordTagging)
 	}

@@ -310,7 +310,7 @@ func (s *Server) prepare(ctx context.Context, d dialect, path string, body []byt
 				held = append(held, m.text)
 			}
 		}
-		res, err := s.opts.Memory.Recall(ctx, memory.RecallRequest{ConversationID: sessionID, Message: query, MaxTokens: s.opts.RecallTokens, Exclude: held})
+		res, err := s.opts.Memory.Recall(ctx, memory.RecallRequest{ConversationID: sessionID, Message: query, MaxTokens: s.opts.RecallTokens, Exclude: held, Client: p.model})
 		switch {
 		case errors.Is(err, memory.ErrNotFound):
 		case err != nil:

@@ -66,6 +66,15 @@ type settings struct {
 	// Context items (items.go).
 	ContextItems  []memory.ContextItem
 	ContextSearch memory.ContextSearch
+	// Summary replacement and the topics hint (run-time settings, see
+	// /api/config).
+	SummaryReplacement bool
+	KeepLast           int
+	UseSimplePrompt    bool
+	NotifyUser         bool
+	SummaryPrompt      string
+	SimplePrompt       string
+	ContextHintStyle   string
 }
 
 // settingKey is one documented setting.
@@ -216,6 +225,46 @@ var settingKeys = []settingKey{
 	{name: "context_share", env: "VC_CONTEXT_SHARE", flag: "context-share", def: constant("0.5"),
 		help: "Fraction of a recall's budget context items may take; memory gets the rest.",
 		set:  scoreSetter(func(c *settings) *float64 { return &c.ContextSearch.Share }, true)},
+	{name: "summary_replacement", env: "VC_SUMMARY_REPLACEMENT", flag: "summary-replacement", def: constant("true"), isBool: true,
+		help: "Summary-replacement mode (`compact_messages`, `POST /api/compact`): replace a conversation's older messages with one summary. Off, the messages come back unchanged (still stored). `enabled` in `/api/config`.",
+		set:  boolSetter(func(c *settings) *bool { return &c.SummaryReplacement })},
+	{name: "keep_last", env: "VC_KEEP_LAST", flag: "keep-last", def: constant("2"),
+		help: "How many of the latest messages summary replacement keeps verbatim after the summary.",
+		set:  intSetter(func(c *settings) *int { return &c.KeepLast }, 1, 1000)},
+	{name: "use_simple_prompt", env: "VC_USE_SIMPLE_PROMPT", flag: "use-simple-prompt", def: constant("false"), isBool: true,
+		help: "Summary replacement asks the summariser for the short prompt (faster; for small local models).",
+		set:  boolSetter(func(c *settings) *bool { return &c.UseSimplePrompt })},
+	{name: "notify_user", env: "VC_NOTIFY_USER", flag: "notify-user", def: constant("true"), isBool: true,
+		help: "Summary replacement returns a one-line notice for the user that compaction happened.",
+		set:  boolSetter(func(c *settings) *bool { return &c.NotifyUser })},
+	{name: "summary_prompt", env: "VC_SUMMARY_PROMPT", flag: "summary-prompt", def: constant(""),
+		help: "Instructions replacing the built-in guidance of summary replacement's detailed prompt (empty = built in); the answer format stays.",
+		set:  promptSetter(func(c *settings) *string { return &c.SummaryPrompt })},
+	{name: "simple_prompt", env: "VC_SIMPLE_PROMPT", flag: "simple-prompt", def: constant(""),
+		help: "Instructions replacing the built-in guidance of the simple prompt (with `use_simple_prompt`; empty = built in).",
+		set:  promptSetter(func(c *settings) *string { return &c.SimplePrompt })},
+	{name: "context_hint_style", env: "VC_CONTEXT_HINT_STYLE", flag: "context-hint-style", def: constant("auto"),
+		help: "Form of the topics hint at the end of a recall: `short` (a list, one line per topic), `dashboard` (tokens per topic, depth, budget left) or `auto` (by the client's model or app name; see Topics hint).",
+		set:  setHintStyle},
+}
+
+func promptSetter(field func(*settings) *string) func(*settings, string) error {
+	return func(c *settings, v string) error {
+		if len(v) > memory.MaxPromptBytes {
+			return fmt.Errorf("is %d bytes; the limit is %d", len(v), memory.MaxPromptBytes)
+		}
+		*field(c) = v
+		return nil
+	}
+}
+
+func setHintStyle(c *settings, v string) error {
+	st, err := memory.ParseHintStyle(v)
+	if err != nil {
+		return fmt.Errorf("must be auto, short or dashboard, got %q", v)
+	}
+	c.ContextHintStyle = string(st)
+	return nil
 }
 
 func durationSetter(field func(*settings) *time.Duration) func(*settings, string) error {
