@@ -241,6 +241,9 @@ type RecallResult struct {
 	// searchable (one conversation only).
 	CatchingUp     bool   `json:"catching_up,omitempty"`
 	IndexedThrough string `json:"indexed_through,omitempty"`
+	// TruncationRefs point at the turns cut (or left out) for the budget;
+	// the text carries the same references (read_log reads them back).
+	TruncationRefs []TruncationRef `json:"truncation_refs"`
 }
 
 // Include modes, after how an item enters a context: pinned ("always":
@@ -303,9 +306,11 @@ type ExpandResult struct {
 	Depth          Depth  `json:"depth"`
 	Text           string `json:"-"`
 	Tokens         int    `json:"tokens"`
-	// Truncated is true when the topic has more than fit in MaxTokens.
-	Truncated bool     `json:"truncated"`
-	TurnIDs   []string `json:"turn_ids"`
+	// Truncated is true when the topic has more than fit in MaxTokens;
+	// TruncationRefs then point at what was left out (read_log).
+	Truncated      bool            `json:"truncated"`
+	TruncationRefs []TruncationRef `json:"truncation_refs"`
+	TurnIDs        []string        `json:"turn_ids"`
 	// Evicted are topics collapsed to make room in the working set.
 	Evicted    []string       `json:"evicted"`
 	WorkingSet []WorkingEntry `json:"working_set"`

@@ -36,7 +36,7 @@ func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, er
 		return RecallResult{}, err
 	}
 	defer end()
-	res := RecallResult{MatchedTags: []string{}, TurnIDs: []string{}, Summaries: []SummaryRef{}, Signals: []string{}, Included: []Inclusion{}}
+	res := RecallResult{MatchedTags: []string{}, TurnIDs: []string{}, Summaries: []SummaryRef{}, Signals: []string{}, Included: []Inclusion{}, TruncationRefs: []TruncationRef{}}
 	msg := strings.TrimSpace(req.Message)
 	if msg == "" {
 		return res, fmt.Errorf("%w: message must not be empty", ErrInvalid)
@@ -80,6 +80,7 @@ func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, er
 	a := s.assemble(convs, ranked, matched, q, budget-s.tok.Count(note), len(convs) > 1)
 	res.Text, res.Tokens = a.text+note, s.tok.Count(a.text+note)
 	res.TurnIDs, res.Summaries, res.Breakdown, res.Included = a.turnIDs, a.summaries, a.breakdown, a.included
+	res.TruncationRefs = a.refs
 	res.Breakdown.Budget = budget
 	return res, nil
 }

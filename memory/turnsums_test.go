@@ -2,7 +2,10 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -118,5 +121,79 @@ func TestTurnSummariesRecordedReplayedCleared(t *testing.T) {
 	}
 	if _, err := s3.SummarizeTurns(ctx, TurnSummaryRequest{ConversationID: "c", From: "x9"}); err == nil {
 		t.Fatal("a bad --from was accepted")
+	}
+}
+
+func TestTruncationReferencesReadBack(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	long := strings.Repeat("The zeppelin hangar inspection found corrosion on girder seven and rivets loose along the keel. ", 60)
+	ingest(t, s, "c", []Message{
+		msg("user", "", "Tell me about the zeppelin hangar inspection.", t0),
+		msg("assistant", "", long, t0.Add(time.Minute)),
+		msg("user", "", "Thanks, and the weather for Sunday?", t0.Add(2*time.Minute)),
+	})
+	res, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "zeppelin hangar inspection corrosion girder", MaxTokens: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Tokens > 300 || len(res.TruncationRefs) != 1 {
+		t.Fatalf("recall at 300 tokens: %d tokens, refs %+v\n%s", res.Tokens, res.TruncationRefs, res.Text)
+	}
+	t.Logf("recall:\n%s", res.Text)
+	ref := res.TruncationRefs[0]
+	tm := s.convs["c"].c.turn(2)
+	if ref.Turn != "t2" || ref.Start != tm.Start || ref.End != tm.End || ref.Log != "logs/c.jsonl" || ref.Tokens <= 0 || ref.Tokens >= tm.Tokens {
+		t.Fatalf("ref %+v, turn t2 is bytes %d-%d of %d tokens", ref, tm.Start, tm.End, tm.Tokens)
+	}
+	want := fmt.Sprintf("tokens of t2; log logs/c.jsonl bytes %d-%d; read_log reads it back]", ref.Start, ref.End)
+	if !strings.Contains(res.Text, want) || !strings.Contains(res.Text, "[truncated: "+thousands(ref.Tokens)) {
+		t.Fatalf("recall text lacks the reference %q:\n%s", want, res.Text)
+	}
+	got, err := s.ReadLog(ctx, ReadLogRequest{ConversationID: "c", Start: ref.Start, End: ref.End})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "logs", "c.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(raw), "\n")
+	if got.Text != strings.TrimSuffix(lines[1], "\n") || len(got.TurnIDs) != 1 || got.TurnIDs[0] != "t2" {
+		t.Fatalf("read_log gave %q (turns %v), want record 2 %q", got.Text, got.TurnIDs, lines[1])
+	}
+	rec, err := decodeRecord([]byte(got.Text))
+	if err != nil || rec.Content != long {
+		t.Fatalf("the range is not the whole record: %v", err)
+	}
+	for _, bad := range []ReadLogRequest{
+		{ConversationID: "c", Start: 10, End: 5},
+		{ConversationID: "c", Start: 0, End: int64(len(raw)) + 1},
+		{ConversationID: "c", Start: 0, End: maxReadLogBytes + 1},
+		{ConversationID: "../c", Start: 0, End: 10},
+	} {
+		if _, err := s.ReadLog(ctx, bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("ReadLog(%+v): %v, want ErrInvalid", bad, err)
+		}
+	}
+	if _, err := s.ReadLog(ctx, ReadLogRequest{ConversationID: "other", Start: 0, End: 10}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("ReadLog of an unknown conversation: %v", err)
+	}
+
+	// expand_topic at a small budget names what it left out.
+	tag := s.convs["c"].c.turn(2).primary()
+	ex, err := s.Expand(ctx, ExpandRequest{ConversationID: "c", Tag: tag, Depth: DepthFull, MaxTokens: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ex.Truncated || len(ex.TruncationRefs) == 0 || ex.Tokens > 200 || !strings.Contains(ex.Text, "[truncated: ") {
+		t.Fatalf("expand at 200 tokens: truncated %v refs %+v tokens %d\n%s", ex.Truncated, ex.TruncationRefs, ex.Tokens, ex.Text)
+	}
+	t.Logf("expand:\n%s", ex.Text)
+	for _, r := range ex.TruncationRefs {
+		if _, err := s.ReadLog(ctx, ReadLogRequest{ConversationID: "c", Start: r.Start, End: r.End}); err != nil {
+			t.Fatalf("expand's reference %+v does not read back: %v", r, err)
+		}
 	}
 }
