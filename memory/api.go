@@ -128,6 +128,11 @@ type Options struct {
 	Summarizer Summarizer
 	// Splitter, when set, splits tags that grow over-broad (see TagSplitter).
 	Splitter TagSplitter
+	// Assembly is how a single conversation's recall is laid out:
+	// AssemblyRelevance (default, "": ranked turns and topic summaries) or
+	// AssemblyHierarchical (recent turns whole, earlier ones as per-message
+	// summaries, the oldest as segment summaries; see hierarchy.go).
+	Assembly string
 	// Ranking overrides the rank-fusion weights (nil = DefaultRanking).
 	Ranking *Ranking
 	// TagPriority orders topics in assemblies (higher first); nil = all equal.
@@ -265,7 +270,7 @@ type Inclusion struct {
 
 // SummaryRef names a summary used in an assembly.
 type SummaryRef struct {
-	Kind           string `json:"kind"` // "segment" or "tag"
+	Kind           string `json:"kind"` // "segment", "tag" or "message" (a per-message summary)
 	ID             string `json:"id"`
 	Tag            string `json:"tag"`
 	ConversationID string `json:"conversation_id"`

@@ -60,6 +60,9 @@ func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, er
 		res.Tokens = s.tok.Count(res.Text)
 		return res, nil
 	}
+	if s.opts.Assembly == AssemblyHierarchical && len(convs) == 1 {
+		return s.recallHierarchy(ctx, convs[0], budget, res)
+	}
 	// Embed the query before taking any lock: a model takes milliseconds.
 	qvec := s.queryVector(ctx, msg)
 	for _, c := range convs {
@@ -81,6 +84,25 @@ func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, er
 	res.Text, res.Tokens = a.text+note, s.tok.Count(a.text+note)
 	res.TurnIDs, res.Summaries, res.Breakdown, res.Included = a.turnIDs, a.summaries, a.breakdown, a.included
 	res.TruncationRefs = a.refs
+	res.Breakdown.Budget = budget
+	return res, nil
+}
+
+// recallHierarchy answers a recall with a hierarchical assembly of c,
+// first making the few per-message summaries it lacks (lazily, bounded).
+func (s *Store) recallHierarchy(ctx context.Context, c *conv, budget int, res RecallResult) (RecallResult, error) {
+	s.lazyTurnSums(ctx, c, budget)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	note := ""
+	if res.CatchingUp, res.IndexedThrough = catchingUp([]*conv{c}); res.CatchingUp {
+		note = "\n" + catchingUpNote(res.IndexedThrough)
+	}
+	a := s.assembleHierarchy(c, budget-s.tok.Count(note))
+	res.Text, res.Tokens = a.text+note, s.tok.Count(a.text+note)
+	res.TurnIDs, res.Summaries, res.Breakdown, res.Included = a.turnIDs, a.summaries, a.breakdown, a.included
+	res.TruncationRefs = a.refs
+	res.Signals = []string{"hierarchy"}
 	res.Breakdown.Budget = budget
 	return res, nil
 }
