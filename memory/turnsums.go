@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -190,6 +191,7 @@ func (s *Store) summariseTurns(ctx context.Context, c *conv, seqs []int, progres
 	}
 
 	var done atomic.Int64
+	var progressMu sync.Mutex // Progress is called from one goroutine at a time
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.opts.SummaryConcurrency)
 	sc := s.scrubber()
@@ -215,7 +217,9 @@ func (s *Store) summariseTurns(ctx context.Context, c *conv, seqs []int, progres
 			p.rec = turnSummaryRec{Seq: p.seq, Hash: p.hash, Summary: text, Tokens: s.tok.Count(text),
 				Model: method, Version: out.Version, At: s.now().UTC()}
 			if progress != nil {
+				progressMu.Lock()
 				progress(int(done.Add(1)), len(plans), "summarised "+turnID(p.seq))
+				progressMu.Unlock()
 			}
 			return nil
 		})

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/vc-mcp/vc-mcp/memory"
 )
 
 // settings is every setting of vc-mcp. Each one is a key below, set from (in
@@ -50,6 +52,8 @@ type settings struct {
 	SessionIdleTTL time.Duration
 	MaxSessions    int
 	MaxLineBytes   int
+	// Assembly is how recall lays a conversation out (memory.Options.Assembly).
+	Assembly string
 }
 
 // settingKey is one documented setting.
@@ -95,6 +99,9 @@ var settingKeys = []settingKey{
 	{name: "max_message_bytes", env: "VC_MAX_MESSAGE_BYTES", flag: "max-message-bytes", def: constant("1048576"),
 		help: "Largest message content accepted, in bytes (1 MiB); larger ones are refused with an error naming the limit.",
 		set:  intSetter(func(c *settings) *int { return &c.MaxMessageBytes }, 1024, 1<<30)},
+	{name: "assembly", env: "VC_ASSEMBLY", flag: "assembly", def: constant("relevance"),
+		help: "How recall lays out one conversation: `relevance` (the turns that answer the message, ranked, with topic summaries) or `hierarchical` (recent turns whole, earlier ones as per-message summaries made lazily, the oldest as segment summaries). See Hierarchical assembly.",
+		set:  setAssembly},
 	{name: "log_level", env: "VC_LOG_LEVEL", flag: "log-level", def: constant("info"),
 		help: "debug, info, warn or error. Conversation text is never logged above debug.",
 		set:  setLogLevel},
@@ -468,4 +475,13 @@ func homeDir() string {
 		return u.HomeDir
 	}
 	return ""
+}
+
+func setAssembly(c *settings, v string) error {
+	switch v = strings.ToLower(strings.TrimSpace(v)); v {
+	case memory.AssemblyRelevance, memory.AssemblyHierarchical:
+		c.Assembly = v
+		return nil
+	}
+	return fmt.Errorf("must be %s or %s, got %q", memory.AssemblyRelevance, memory.AssemblyHierarchical, v)
 }

@@ -48,6 +48,7 @@ usage:
   vc-mcp cost-report ...     report LLM usage and cost
   vc-mcp summaries regenerate [--conversation ID] [--tag T]
                              rebuild summaries from the master logs
+  vc-mcp context-stats [--conversation ID] [--json]  summary coverage and tokens saved
   vc-mcp daemon status|stop  the shared server every stdio host of a data dir uses
   vc-mcp import [--format chatgpt|claude] FILE   import ChatGPT or Claude history
   vc-mcp export --format markdown --out DIR [--conversation ID]
@@ -82,6 +83,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runDaemon(ctx, args, stdin, stdout, stderr)
 	case "summaries":
 		return runSummaries(ctx, args, stdout, stderr)
+	case "context-stats":
+		return runContextStats(ctx, args, stdin, stdout, stderr)
 	case "import":
 		return runImport(ctx, args, stdin, stdout, stderr)
 	case "export":

@@ -106,6 +106,7 @@ func memoryOptions(cfg settings, log *slog.Logger) memory.Options {
 		HardThreshold:       cfg.HardThreshold,
 		ProtectedTurns:      cfg.ProtectedTurns,
 		MaxMessageBytes:     cfg.MaxMessageBytes,
+		Assembly:            cfg.Assembly,
 		LockTimeout:         lockTimeout,
 		Logger:              log,
 	}
