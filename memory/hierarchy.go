@@ -75,9 +75,10 @@ func planHierarchy(turns []hierTurn, aggs []hierAgg, budget, reserve int) hierPl
 		p.used += turns[i].full
 		p.whole = append(p.whole, turns[i].seq)
 	}
-	middleCap := p.used + (avail-p.used)*2/3
 	n := 0
-	for ; i >= 0 && n < maxMiddleTurns; i-- {
+	// middle takes turn i as a summary (or whole when short) within limit;
+	// false when it does not fit.
+	middle := func(i, limit int) bool {
 		t := turns[i]
 		cost := t.summary
 		if t.short {
@@ -86,19 +87,24 @@ func planHierarchy(turns []hierTurn, aggs []hierAgg, budget, reserve int) hierPl
 		if cost == 0 {
 			p.missing = append(p.missing, t.seq)
 			n++
-			continue
+			return true
 		}
-		if p.used+cost > middleCap {
-			break
+		if p.used+cost > limit {
+			return false
 		}
 		p.used += cost
 		p.summarised = append(p.summarised, t.seq)
 		n++
+		return true
+	}
+	middleCap := p.used + (avail-p.used)*2/3
+	for ; i >= 0 && n < maxMiddleTurns && middle(i, middleCap); i-- {
 	}
 	oldest := 0 // turns [0, oldest] are older than the middle layer
 	if i >= 0 {
 		oldest = turns[i].seq
 	}
+	floor := 0 // the newest turn a taken aggregate covers
 	for j := len(aggs) - 1; j >= 0; j-- {
 		a := aggs[j]
 		if a.last > oldest || p.used+a.cost > avail {
@@ -106,6 +112,10 @@ func planHierarchy(turns []hierTurn, aggs []hierAgg, budget, reserve int) hierPl
 		}
 		p.used += a.cost
 		p.aggs = append(p.aggs, j)
+		floor = max(floor, a.last)
+	}
+	// What the aggregates left goes to more summaries, down to them.
+	for ; i >= 0 && n < maxMiddleTurns && turns[i].seq > floor && middle(i, avail); i-- {
 	}
 	sort.Ints(p.aggs)
 	sort.Ints(p.whole)

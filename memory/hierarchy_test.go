@@ -41,10 +41,13 @@ func TestPlanHierarchy(t *testing.T) {
 	}{
 		{name: "everything fits whole", turns: turns(4, 50, 10), budget: 1000,
 			want: hierPlan{whole: seqs(1, 4), used: 200}},
-		{name: "recent whole, middle summarised, oldest omitted", turns: turns(30, 100, 10), budget: 600,
-			// 528 after the reserve: half = 2 whole (t29-t30, 200); the middle may grow to
-			// 200+2/3*328 = 418: 21 summaries (t8-t28); t1-t7 omitted.
-			want: hierPlan{whole: seqs(29, 30), summarised: seqs(8, 28), omitted: seqs(1, 7), used: 410}},
+		{name: "recent whole, middle summarised, oldest omitted", turns: turns(60, 100, 10), budget: 600,
+			// 528 after the reserve: half = 2 whole (t59-t60, 200); the middle may grow to
+			// 200+2/3*328 = 418 (t38-t58), then, with no aggregate, to 528 (t27-t37); t1-t26 omitted.
+			want: hierPlan{whole: seqs(59, 60), summarised: seqs(27, 58), omitted: seqs(1, 26), used: 520}},
+		{name: "the middle layer is capped", turns: turns(200, 100, 5), budget: 5000,
+			// 20 recent turns and 80 summaries at most, however large the budget.
+			want: hierPlan{whole: seqs(181, 200), summarised: seqs(101, 180), omitted: seqs(1, 100), used: 2400}},
 		{name: "recent turns are capped", turns: turns(40, 10, 5), budget: 10000,
 			want: hierPlan{whole: seqs(21, 40), summarised: seqs(1, 20), used: 300}},
 		{name: "a missing summary is skipped and reported", turns: withGap, budget: 500,
