@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -217,3 +218,53 @@ func (s *Store) ReadLog(ctx context.Context, req ReadLogRequest) (ReadLogResult,
 	}
 	return res, nil
 }
+
+// TurnRefs returns references to the master log records of turns (ids
+// like "t12") of a conversation, one per run of consecutive turns, for an
+// answer that left them out (the proxy's dropped history). Unknown ids are
+// an error.
+func (s *Store) TurnRefs(ctx context.Context, conversationID string, turnIDs []string) ([]TruncationRef, error) {
+	ctx, end, err := s.begin(ctx, opRead)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	id, err := s.resolve(conversationID)
+	if err != nil {
+		return nil, err
+	}
+	seqs := make([]int, 0, len(turnIDs))
+	for _, t := range turnIDs {
+		seq, err := parseTurnID(t)
+		if err != nil {
+			return nil, err
+		}
+		seqs = append(seqs, seq)
+	}
+	sort.Ints(seqs)
+	c, err := s.conversation(ctx, id, false)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if n := len(seqs); n > 0 && seqs[n-1] > len(c.turns) {
+		return nil, fmt.Errorf("%w: conversation %q has no turn %s", ErrNotFound, id, turnID(seqs[n-1]))
+	}
+	out := []TruncationRef{}
+	for i := 0; i < len(seqs); {
+		j := i + 1
+		for j < len(seqs) && seqs[j] <= seqs[j-1]+1 {
+			j++
+		}
+		if r, ok := s.spanRef(c, seqs[i:j]); ok {
+			out = append(out, r)
+		}
+		i = j
+	}
+	return out, nil
+}
+
+// Note renders r as answers show it: "[truncated: N tokens ...; log FILE
+// bytes START-END; read_log reads it back]".
+func (r TruncationRef) Note() string { return r.note("") }
