@@ -157,7 +157,7 @@ func (s *Store) hierAggs(c *conv) ([]hierAgg, []string) {
 	return aggs, texts
 }
 
-// lazyTurnSummaries makes, before a hierarchical recall, the per-message
+// lazyTurnSums makes, before a hierarchical recall, the per-message
 // summaries its middle layer wants and lacks: at most lazyTurnSummaries,
 // newest first. Failures are logged; the recall goes on without them.
 func (s *Store) lazyTurnSums(ctx context.Context, c *conv, budget int) {
@@ -169,7 +169,13 @@ func (s *Store) lazyTurnSums(ctx context.Context, c *conv, budget int) {
 		return
 	}
 	want := p.missing[:min(len(p.missing), lazyTurnSummaries)]
-	if _, err := s.summariseTurns(ctx, c, want, nil); err != nil {
+	// A compaction or regeneration under way holds compactMu, maybe for a
+	// while (a model): this recall does not wait, the next one makes them.
+	if !c.compactMu.TryLock() {
+		return
+	}
+	defer c.compactMu.Unlock()
+	if _, err := s.summariseTurnsLocked(ctx, c, want, nil); err != nil {
 		s.log.Warn("making per-message summaries for a hierarchical recall failed; those turns are left out", "conversation", c.id, "err", err)
 	}
 }

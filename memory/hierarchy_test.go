@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -131,4 +132,60 @@ func keys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestTurnSummariesConcurrent: ingest, hierarchical recalls (which make
+// summaries lazily), bulk summarising, clearing, stats and read_log at
+// once; run under -race.
+func TestTurnSummariesConcurrent(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{Dir: t.TempDir(), Assembly: AssemblyHierarchical, ContextWindow: 4000, ProtectedTurns: 4})
+	ingest(t, s, "c", longChat(12))
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	run := func(n int, f func(i int) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range n {
+				if err := f(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	run(8, func(i int) error {
+		_, err := s.Ingest(ctx, IngestRequest{ConversationID: "c", Messages: []Message{
+			msg("user", "", strings.Repeat(fmt.Sprintf("New message %d about the ryokan booking and the train times. ", i), 8), t0.Add(time.Duration(100+i)*time.Minute))}})
+		return err
+	})
+	run(8, func(int) error {
+		res, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "ryokan", MaxTokens: 500})
+		if err == nil && res.Tokens > 500 {
+			err = fmt.Errorf("recall over budget: %d", res.Tokens)
+		}
+		return err
+	})
+	run(3, func(int) error {
+		_, err := s.SummarizeTurns(ctx, TurnSummaryRequest{ConversationID: "c", From: "t1", Missing: true})
+		return err
+	})
+	run(3, func(int) error { _, err := s.ClearTurnSummaries(ctx, "c"); return err })
+	run(8, func(int) error {
+		st, err := s.ContextStats(ctx, "c")
+		if err == nil && st.Summarised > st.Summarisable {
+			err = fmt.Errorf("stats %+v", st)
+		}
+		return err
+	})
+	run(8, func(int) error {
+		_, err := s.ReadLog(ctx, ReadLogRequest{ConversationID: "c", Start: 0, End: 100})
+		return err
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }

@@ -163,6 +163,11 @@ func (s *Store) summariseTurns(ctx context.Context, c *conv, seqs []int, progres
 	}
 	c.compactMu.Lock()
 	defer c.compactMu.Unlock()
+	return s.summariseTurnsLocked(ctx, c, seqs, progress)
+}
+
+// summariseTurnsLocked is summariseTurns with c.compactMu held.
+func (s *Store) summariseTurnsLocked(ctx context.Context, c *conv, seqs []int, progress Progress) (int, error) {
 
 	c.mu.RLock()
 	plans := make([]turnPlan, 0, len(seqs))
