@@ -30,8 +30,11 @@ func TestSummariesFromRebuildClearStats(t *testing.T) {
 		body, _ := io.ReadAll(r.Body)
 		n := calls.Add(1)
 		answer := fmt.Sprintf(`{"summary": "The speaker described hull work, item %d."}`, n)
-		if !strings.Contains(string(body), "PREVIOUS") || !strings.Contains(string(body), "NEXT") {
-			answer = `{"summary": "not a context-aware prompt"}`
+		if !strings.Contains(string(body), "PREVIOUS") || !strings.Contains(string(body), "NEXT") || !strings.Contains(string(body), "Barge hull plate") {
+			// Not the context-aware turn prompt: refused, so the summariser
+			// falls back to extractive and the model check below fails.
+			http.Error(w, "want the turn prompt with its neighbours", http.StatusBadRequest)
+			return
 		}
 		if n == 1 {
 			answer = `{"summary": "The user shared the token ` + leaked + ` for the barge repo."}`
