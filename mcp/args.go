@@ -95,6 +95,13 @@ type StatusArgs struct {
 	Cursor         string `json:"cursor,omitempty" jsonschema:"next_cursor from a previous domain_status answer: the next page of tags. Omit for the first page."`
 }
 
+// ReadLogArgs are read_log's arguments.
+type ReadLogArgs struct {
+	ConversationID string `json:"conversation_id,omitempty" jsonschema:"Memory space whose master log to read (the one the reference came with). Omit for the default space."`
+	Start          *int64 `json:"start" jsonschema:"First byte, from a [truncated: ... bytes START-END] reference."`
+	End            *int64 `json:"end" jsonschema:"Byte after the last one (END of the reference); at most 262144 bytes after start."`
+}
+
 // argError is a caller mistake found while decoding or validating arguments.
 // Its message is what the model sees.
 type argError struct{ msg string }
@@ -445,4 +452,22 @@ func decodeStatus(raw []byte) (string, error) {
 		return "", err
 	}
 	return a.ConversationID, nil
+}
+
+// decodeReadLog decodes and validates read_log's arguments.
+func decodeReadLog(raw []byte) (memory.ReadLogRequest, error) {
+	var a ReadLogArgs
+	if err := decodeStrict(raw, &a); err != nil {
+		return memory.ReadLogRequest{}, err
+	}
+	if a.Start == nil || a.End == nil {
+		return memory.ReadLogRequest{}, argErrorf("start and end: required, the byte range of a [truncated: ... bytes START-END] reference")
+	}
+	if *a.Start < 0 || *a.End <= *a.Start {
+		return memory.ReadLogRequest{}, argErrorf("start and end: want 0 <= start < end, got %d-%d", *a.Start, *a.End)
+	}
+	if err := checkConversationID(a.ConversationID); err != nil {
+		return memory.ReadLogRequest{}, err
+	}
+	return memory.ReadLogRequest{ConversationID: a.ConversationID, Start: *a.Start, End: *a.End}, nil
 }

@@ -37,3 +37,8 @@ func (f *fakeMemory) Watch(ctx context.Context) <-chan memory.Change {
 }
 
 func (f *fakeMemory) DefaultConversation() string { return "default" }
+
+// ReadLog: the fake has no master log; read_log is tested on the real store.
+func (f *fakeMemory) ReadLog(ctx context.Context, req memory.ReadLogRequest) (memory.ReadLogResult, error) {
+	return memory.ReadLogResult{}, fmt.Errorf("%w: the fake memory has no master log", memory.ErrNotFound)
+}

@@ -196,6 +196,17 @@ func statusInputSchema() json.RawMessage {
 	return marshalSchema(s)
 }
 
+func readLogInputSchema() json.RawMessage {
+	s := mustSchema[ReadLogArgs]()
+	conversationProp(s)
+	for _, name := range []string{"start", "end"} {
+		p := prop(s, name)
+		single(p, "integer")
+		p.Minimum = ptr(0.0)
+	}
+	return marshalSchema(s)
+}
+
 // outputSchema is the schema of a structuredContent type.
 func outputSchema[T any]() json.RawMessage {
 	s := mustSchema[T]()

@@ -24,6 +24,8 @@ type Memory interface {
 	// Turn, Watch and DefaultConversation serve turn links, subscriptions
 	// and completions (turns.go, subscriptions.go, completions.go).
 	Turn(ctx context.Context, conversationID, turnID string) (memory.Turn, error)
+	// ReadLog reads a byte range of a master log back (read_log).
+	ReadLog(ctx context.Context, req memory.ReadLogRequest) (memory.ReadLogResult, error)
 	Watch(ctx context.Context) <-chan memory.Change
 	DefaultConversation() string
 	// Context items and request records (items.go).

@@ -28,6 +28,7 @@ func tools(mem Memory, log *slog.Logger) []mcpserver.ServerTool {
 		listContextItemsTool(mem, log),
 		addContextItemTool(mem, log),
 		removeContextItemTool(mem, log),
+		readLogTool(mem, log),
 	}
 	if rep, ok := mem.(Replacer); ok {
 		out = append(out, compactMessagesTool(rep, log))
@@ -181,6 +182,25 @@ func domainStatusTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
 				text += fmt.Sprintf("\nShowing tags %d-%d of %d; call domain_status with cursor %q for more.", req.offset+1, req.offset+len(tags), res.TotalTags, next)
 			}
 			return mcpgo.NewToolResultStructured(res, text), nil
+		})}
+}
+
+func readLogTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
+	tool := mcpgo.NewTool("read_log",
+		mcpgo.WithDescription("Read back, verbatim, what an answer cut or left out for its budget: recall_context and expand_topic mark it "+
+			"[truncated: N tokens ...; log <file> bytes START-END ...]; pass START and END (and the conversation_id) here. "+
+			"Returns the master log's bytes in that range (JSON records, one a line, the message text in \"content\"). Read-only; at most 256 KiB a call."),
+		rawInputSchema(readLogInputSchema()),
+		mcpgo.WithRawOutputSchema(outputSchema[memory.ReadLogResult]()),
+		annotations("Read the master log", true, false, true),
+	)
+	return mcpserver.ServerTool{Tool: tool, Handler: handle(log, "read_log", decodeReadLog,
+		func(ctx context.Context, req memory.ReadLogRequest, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			res, err := mem.ReadLog(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			return mcpgo.NewToolResultStructured(res, res.Text), nil
 		})}
 }
 

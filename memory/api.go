@@ -146,6 +146,11 @@ type Options struct {
 	// ContextHintMaxTokens caps the topic hint at the end of an assembled
 	// context (the list of topics on record); 0 = whatever budget is left.
 	ContextHintMaxTokens int
+	// Assembly is how a single conversation's recall is laid out:
+	// AssemblyRelevance (default, "": ranked turns and topic summaries) or
+	// AssemblyHierarchical (recent turns whole, earlier ones as per-message
+	// summaries, the oldest as segment summaries; see hierarchy.go).
+	Assembly string
 	// Ranking overrides the rank-fusion weights (nil = DefaultRanking).
 	Ranking *Ranking
 	// TagPriority orders topics in assemblies (higher first); nil = all equal.
@@ -285,6 +290,9 @@ type RecallResult struct {
 	// HintStyle is the topics hint's form for this client ("short" or
 	// "dashboard"), whether or not a hint fit in the budget.
 	HintStyle HintStyle `json:"hint_style,omitempty"`
+	// TruncationRefs point at the turns cut (or left out) for the budget;
+	// the text carries the same references (read_log reads them back).
+	TruncationRefs []TruncationRef `json:"truncation_refs"`
 }
 
 // Include modes, after how an item enters a context: pinned ("always":
@@ -306,7 +314,7 @@ type Inclusion struct {
 
 // SummaryRef names a summary used in an assembly.
 type SummaryRef struct {
-	Kind           string `json:"kind"` // "segment" or "tag"
+	Kind           string `json:"kind"` // "segment", "tag" or "message" (a per-message summary)
 	ID             string `json:"id"`
 	Tag            string `json:"tag"`
 	ConversationID string `json:"conversation_id"`
@@ -349,9 +357,11 @@ type ExpandResult struct {
 	Depth          Depth  `json:"depth"`
 	Text           string `json:"-"`
 	Tokens         int    `json:"tokens"`
-	// Truncated is true when the topic has more than fit in MaxTokens.
-	Truncated bool     `json:"truncated"`
-	TurnIDs   []string `json:"turn_ids"`
+	// Truncated is true when the topic has more than fit in MaxTokens;
+	// TruncationRefs then point at what was left out (read_log).
+	Truncated      bool            `json:"truncated"`
+	TruncationRefs []TruncationRef `json:"truncation_refs"`
+	TurnIDs        []string        `json:"turn_ids"`
 	// Evicted are topics collapsed to make room in the working set.
 	Evicted    []string       `json:"evicted"`
 	WorkingSet []WorkingEntry `json:"working_set"`

@@ -17,6 +17,7 @@ type assembly struct {
 	summaries []SummaryRef
 	breakdown TokenBreakdown
 	included  []Inclusion
+	refs      []TruncationRef
 }
 
 // pick is one turn chosen for an assembly.
@@ -26,6 +27,8 @@ type pick struct {
 	text string // rendered line
 	cost int
 	mode string // include mode
+	// ref is set when the turn is cut (or stands only as a reference).
+	ref *TruncationRef
 }
 
 // summaryPick is one summary chosen for an assembly.
@@ -144,9 +147,13 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 		a.breakdown.Turns += p.cost
 	}
 	a.turnIDs = make([]string, 0, len(picks))
+	a.refs = []TruncationRef{}
 	sort.SliceStable(picks, func(i, j int) bool { return pickLess(picks[i], picks[j]) })
 	for _, p := range picks {
 		a.turnIDs = append(a.turnIDs, itemID(p.c, p.seq, multi))
+		if p.ref != nil {
+			a.refs = append(a.refs, *p.ref)
+		}
 	}
 	a.summaries = make([]SummaryRef, 0, len(chosenSums))
 	for _, sp := range chosenSums {
@@ -232,6 +239,9 @@ func (p *packer) pack(ranked []candidate) {
 			hcost = estimateTokens(sessionHeader(cd.c, t, p.multi)) + 1
 		}
 		if p.used+cost+hcost > p.budget {
+			if i < cutRanks && cd.c.log != nil {
+				p.cut(cd, t, sk, hcost)
+			}
 			continue
 		}
 		rec, err := cd.c.log.read(t.Start, t.End)
@@ -246,6 +256,36 @@ func (p *packer) pack(ranked []candidate) {
 		p.headers += hcost
 		p.picks = append(p.picks, pick{c: cd.c, seq: cd.seq, text: turnPrefix(t) + oneLine(rec.Content), cost: cost, mode: includeMode(cd.c, t)})
 	}
+}
+
+// cut takes a best-ranked turn too long for what is left: its head and a
+// reference to its whole record, or only the reference (with a preview)
+// when no useful head fits. The top turn may use two thirds of the room,
+// the next ones half, so that other turns still fit.
+func (p *packer) cut(cd *candidate, t *turnMeta, sk string, hcost int) {
+	room := p.budget - p.used - hcost - 1
+	if room <= 0 {
+		return
+	}
+	rec, err := cd.c.log.read(t.Start, t.End)
+	if err != nil {
+		return
+	}
+	share := room / 2
+	if len(p.picks) == 0 {
+		share = room * 2 / 3
+	}
+	text, n, ref, ok := p.s.cutTurn(cd.c, t, rec.Content, share)
+	if !ok {
+		if text, n, ref, ok = p.s.droppedTurn(cd.c, t, rec.Content, min(room, 64)); !ok {
+			return
+		}
+	}
+	p.taken[cd] = true
+	p.sessions[sk] = true
+	p.used += n + 1 + hcost
+	p.headers += hcost
+	p.picks = append(p.picks, pick{c: cd.c, seq: cd.seq, text: text, cost: n + 1, mode: includeMode(cd.c, t), ref: &ref})
 }
 
 func pickLess(a, b pick) bool {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -123,15 +122,6 @@ func TestBundleRoundTrip(t *testing.T) {
 			t.Errorf("%s: imported bytes differ from the source (%d vs %d bytes)", name, len(got[name]), len(w))
 		}
 	}
-}
-
-func keys(m map[string]string) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func firstDiff(a, b []byte) string {

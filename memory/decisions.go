@@ -26,7 +26,8 @@ import (
 // made about the master log that cannot be remade for free: the tagger's
 // tags for each turn, compaction boundaries with their segment and tag
 // summaries (method and version included), summary regenerations, tag
-// splits with their aliases, and working-set changes. The master logs plus
+// splits with their aliases, working-set changes, and per-message
+// summaries (made, or cleared). The master logs plus
 // these logs are the durable inputs: vc.db and index.bleve are a function of
 // them, and Rebuild replays both without calling a tagger, summariser or
 // splitter.
@@ -54,6 +55,10 @@ const (
 	decWorking   = "working"   // the working set after expand/collapse
 	decAliases   = "aliases"   // the conversation's aliases after a user added one
 	decItems     = "context"   // the conversation's context-item selection after a change
+	// decTurnSums holds per-message summaries (seed 003); decTurnSumsClear
+	// removes every per-message summary of the conversation.
+	decTurnSums      = "turn_summaries"
+	decTurnSumsClear = "turn_summaries_clear"
 )
 
 // decision is one record of the derived-decisions log.
@@ -79,6 +84,8 @@ type decision struct {
 	Aliases map[string]string `json:"aliases,omitempty"`
 	// decItems: the whole selection after the change.
 	Items *itemSelection `json:"items,omitempty"`
+	// decTurnSums
+	TurnSums []turnSummaryRec `json:"turn_summaries,omitempty"`
 }
 
 // turnTags is the tagger's verdict on one stored turn. Hash ties it to the
@@ -454,7 +461,7 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 	changedTurns := map[int]bool{}
 	changedSegs := map[int]bool{}
 	changedSums := map[string]bool{}
-	workingChanged, summariesChanged := false, false
+	workingChanged, summariesChanged, turnSumsChanged := false, false, false
 	for _, d := range r.rest {
 		switch d.Kind {
 		case decCompact:
@@ -520,6 +527,19 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 			meta.Aliases = maps.Clone(d.Aliases)
 		case decItems:
 			meta.Items = d.Items.clone()
+		case decTurnSums:
+			for i := range d.TurnSums {
+				r := d.TurnSums[i]
+				if t := c.turn(r.Seq); t == nil || t.Hash != r.Hash {
+					s.log.Warn("replay: summary of a turn that is not the one summarised skipped", "conversation", c.id, "turn", r.Seq)
+					continue
+				}
+				c.turnSums[r.Seq] = &r
+			}
+			turnSumsChanged = true
+		case decTurnSumsClear:
+			c.turnSums = map[int]*turnSummaryRec{}
+			turnSumsChanged = true
 		case decWorking:
 			c.working = make(map[string]WorkingEntry, len(d.Working))
 			for _, w := range d.Working {
@@ -566,6 +586,17 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 		if workingChanged {
 			if err := putWorking(b, c.working); err != nil {
 				return err
+			}
+		}
+		if turnSumsChanged {
+			if err := resetBucket(b, bucketTurnSums); err != nil {
+				return err
+			}
+			tsb := b.Bucket(bucketTurnSums)
+			for seq, r := range c.turnSums {
+				if err := putJSON(tsb, seqKey(seq), r); err != nil {
+					return err
+				}
 			}
 		}
 		return putMeta(tx, meta)

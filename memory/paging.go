@@ -28,7 +28,7 @@ func (s *Store) Expand(ctx context.Context, req ExpandRequest) (ExpandResult, er
 		return ExpandResult{}, err
 	}
 	defer end()
-	res := ExpandResult{Evicted: []string{}, TurnIDs: []string{}, WorkingSet: []WorkingEntry{}}
+	res := ExpandResult{Evicted: []string{}, TurnIDs: []string{}, WorkingSet: []WorkingEntry{}, TruncationRefs: []TruncationRef{}}
 	id, err := s.resolve(req.ConversationID)
 	if err != nil {
 		return res, err
@@ -66,18 +66,28 @@ func (s *Store) Expand(ctx context.Context, req ExpandRequest) (ExpandResult, er
 	case DepthSegments:
 		// Segment summaries for the compacted part, original turns for what
 		// has not been compacted yet (it has no summary).
+		var left []int // turns of the topic's segments that did not fit
 		for _, sg := range c.segs {
 			if !contains(sg.Tags, tag) {
 				continue
 			}
+			if res.Truncated {
+				left = append(left, topicSeqs(c, tag, sg.First, sg.Last)...)
+				continue
+			}
 			part := fmt.Sprintf("## %s · turns %s-%s · %s\n%s\n", sg.Primary, turnID(sg.First), turnID(sg.Last), sg.Start.Format("2 Jan 2006"), sg.Summary)
 			n := s.tok.Count(part)
-			if used+n > budget {
+			if used+n > budget-noteReserve {
 				res.Truncated = true
-				break
+				left = append(left, topicSeqs(c, tag, sg.First, sg.Last)...)
+				continue
 			}
 			b.WriteString(part)
 			used += n
+		}
+		if res.Truncated {
+			left = append(left, topicSeqs(c, tag, c.meta.CompactedThrough+1, len(c.turns))...)
+			used = s.writeSpanRef(c, left, budget, used, &b, &res)
 		}
 		if !res.Truncated {
 			used = s.writeTurns(c, tag, c.meta.CompactedThrough+1, budget, used, &b, &res)
@@ -105,30 +115,75 @@ func (s *Store) Expand(ctx context.Context, req ExpandRequest) (ExpandResult, er
 // back from the master log, within the budget.
 func (s *Store) writeTurns(c *conv, tag string, from, budget, used int, b *strings.Builder, res *ExpandResult) int {
 	lastSession := -1
-	for _, seq := range c.tagSeqs[tag] {
-		if seq < from {
-			continue
-		}
+	seqs := topicSeqs(c, tag, from, len(c.turns))
+	for i, seq := range seqs {
 		t := c.turn(seq)
 		rec, err := c.log.read(t.Start, t.End)
 		if err != nil {
 			s.log.Warn("unreadable turn skipped", "conversation", c.id, "turn", seq, "err", err)
 			continue
 		}
-		part := ""
+		header := ""
 		if t.Session != lastSession {
-			part = sessionHeader(c, t, false) + "\n"
+			header = sessionHeader(c, t, false) + "\n"
 		}
-		part += turnPrefix(t) + oneLine(rec.Content) + "\n"
+		part := header + turnPrefix(t) + oneLine(rec.Content) + "\n"
 		n := s.tok.Count(part)
-		if used+n > budget {
+		last := i == len(seqs)-1
+		if used+n > budget || !last && used+n > budget-noteReserve {
+			// What does not fit is named with a reference: this turn cut
+			// (when a useful head of it fits), then the rest as one range.
 			res.Truncated = true
-			break
+			rest := seqs[i:]
+			hn := s.tok.Count(header)
+			if text, cn, ref, ok := s.cutTurn(c, t, rec.Content, budget-used-hn-noteReserve-1); ok {
+				b.WriteString(header + text + "\n")
+				used += hn + cn + 1
+				res.TurnIDs = append(res.TurnIDs, turnID(seq))
+				res.TruncationRefs = append(res.TruncationRefs, ref)
+				rest = rest[1:]
+			}
+			return s.writeSpanRef(c, rest, budget, used, b, res)
 		}
 		lastSession = t.Session
 		b.WriteString(part)
 		used += n
 		res.TurnIDs = append(res.TurnIDs, turnID(seq))
+	}
+	return used
+}
+
+// topicSeqs are the tag's turns in [from, to].
+func topicSeqs(c *conv, tag string, from, to int) []int {
+	var out []int
+	for _, seq := range c.tagSeqs[tag] {
+		if seq >= from && seq <= to {
+			out = append(out, seq)
+		}
+	}
+	return out
+}
+
+// writeSpanRef names turns seqs, left out for the budget, with one
+// reference to their records, when it fits.
+func (s *Store) writeSpanRef(c *conv, seqs []int, budget, used int, b *strings.Builder, res *ExpandResult) int {
+	ref, ok := s.spanRef(c, seqs)
+	if !ok {
+		return used
+	}
+	preview := ""
+	if t := c.turn(seqs[0]); t != nil {
+		if rec, err := c.log.read(t.Start, t.End); err == nil {
+			preview = s.tok.Truncate(rec.Content, previewTokens)
+		}
+	}
+	for _, p := range []string{preview, ""} {
+		note := ref.note(p) + "\n"
+		if n := s.tok.Count(note); used+n <= budget {
+			b.WriteString(note)
+			res.TruncationRefs = append(res.TruncationRefs, ref)
+			return used + n
+		}
 	}
 	return used
 }

@@ -70,7 +70,7 @@ type recallResult struct {
 }
 
 func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, error) {
-	res := recallResult{RecallResult: RecallResult{MatchedTags: []string{}, TurnIDs: []string{}, Summaries: []SummaryRef{}, Signals: []string{}, Included: []Inclusion{}, ContextItems: []ItemDecision{}}}
+	res := recallResult{RecallResult: RecallResult{MatchedTags: []string{}, TurnIDs: []string{}, Summaries: []SummaryRef{}, Signals: []string{}, Included: []Inclusion{}, ContextItems: []ItemDecision{}, TruncationRefs: []TruncationRef{}}}
 	msg := strings.TrimSpace(req.Message)
 	if msg == "" {
 		return res, fmt.Errorf("%w: message must not be empty", ErrInvalid)
@@ -90,6 +90,11 @@ func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, er
 	q := tagging.ClassifyQuery(msg, s.now())
 	res.Broad, res.Temporal = q.Broad, q.Temporal
 	if res.conv, err = s.resolve(req.ConversationID); err != nil {
+		return res, err
+	}
+	if s.opts.Assembly == AssemblyHierarchical && len(convs) == 1 {
+		r, err := s.recallHierarchy(ctx, convs[0], budget, res.RecallResult)
+		res.RecallResult = r
 		return res, err
 	}
 	// Embed the query before taking any lock: a model takes milliseconds.
@@ -151,6 +156,26 @@ func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, er
 	res.TurnIDs, res.Summaries, res.Breakdown, res.Included = a.turnIDs, a.summaries, a.breakdown, a.included
 	res.Breakdown.Budget = total
 	join(a.text + note)
+	res.TruncationRefs = a.refs
+	return res, nil
+}
+
+// recallHierarchy answers a recall with a hierarchical assembly of c,
+// first making the few per-message summaries it lacks (lazily, bounded).
+func (s *Store) recallHierarchy(ctx context.Context, c *conv, budget int, res RecallResult) (RecallResult, error) {
+	s.lazyTurnSums(ctx, c, budget)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	note := ""
+	if res.CatchingUp, res.IndexedThrough = catchingUp([]*conv{c}); res.CatchingUp {
+		note = "\n" + catchingUpNote(res.IndexedThrough)
+	}
+	a := s.assembleHierarchy(c, budget-s.tok.Count(note))
+	res.Text, res.Tokens = a.text+note, s.tok.Count(a.text+note)
+	res.TurnIDs, res.Summaries, res.Breakdown, res.Included = a.turnIDs, a.summaries, a.breakdown, a.included
+	res.TruncationRefs = a.refs
+	res.Signals = []string{"hierarchy"}
+	res.Breakdown.Budget = budget
 	return res, nil
 }
 

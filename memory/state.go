@@ -23,6 +23,7 @@ import (
 //	c/<id>/tagsums   tag -> tagSummaryRec
 //	c/<id>/working   tag -> WorkingEntry
 //	c/<id>/vectors   seq (uint64 BE) -> float32 LE vector (semantic memory)
+//	c/<id>/turnsums  seq (uint64 BE) -> turnSummaryRec (per-message summaries)
 var (
 	bucketConvs    = []byte("convs")
 	bucketMeta     = []byte("meta")
@@ -31,6 +32,7 @@ var (
 	bucketTagSums  = []byte("tagsums")
 	bucketWorking  = []byte("working")
 	bucketVectors  = []byte("vectors")
+	bucketTurnSums = []byte("turnsums")
 	keySchema      = []byte("schema")
 )
 
@@ -169,6 +171,7 @@ type conv struct {
 	relatedBy map[string][]string // related term -> tags that name it
 	segs      []*segmentRec       // segs[id-1]
 	tagSums   map[string]*tagSummaryRec
+	turnSums  map[int]*turnSummaryRec // seq -> per-message summary
 	working   map[string]WorkingEntry
 	speakers  map[string]int // lowercased name -> turns
 	rules     []int          // seqs of standing-rule turns ("from now on ..."), ascending
@@ -191,7 +194,7 @@ type conv struct {
 func newConv(id string) *conv {
 	return &conv{
 		id: id, ids: map[string]int{}, hashes: map[string]int{}, vocab: map[string]int{}, tagSeqs: map[string][]int{},
-		relatedBy: map[string][]string{}, tagSums: map[string]*tagSummaryRec{},
+		relatedBy: map[string][]string{}, tagSums: map[string]*tagSummaryRec{}, turnSums: map[int]*turnSummaryRec{},
 		working: map[string]WorkingEntry{}, speakers: map[string]int{},
 		tagWords: map[string][]string{}, wordTags: map[string][]string{},
 	}
@@ -300,6 +303,19 @@ func loadConv(tx *bolt.Tx, id string) (*conv, error) {
 			return nil, err
 		}
 	}
+	if tb := b.Bucket(bucketTurnSums); tb != nil {
+		err := tb.ForEach(func(k, v []byte) error {
+			r := &turnSummaryRec{}
+			if err := json.Unmarshal(v, r); err != nil {
+				return fmt.Errorf("decode turn summary of %s: %w", id, err)
+			}
+			c.turnSums[r.Seq] = r
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	if err := loadVectors(b, c); err != nil {
 		return nil, fmt.Errorf("load vectors of %s: %w", id, err)
 	}
@@ -337,7 +353,7 @@ func convBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create bucket for %s: %w", id, err)
 	}
-	for _, name := range [][]byte{bucketTurns, bucketSegments, bucketTagSums, bucketWorking, bucketVectors} {
+	for _, name := range [][]byte{bucketTurns, bucketSegments, bucketTagSums, bucketWorking, bucketVectors, bucketTurnSums} {
 		sb, err := b.CreateBucketIfNotExists(name)
 		if err != nil {
 			return nil, fmt.Errorf("create %s bucket for %s: %w", name, id, err)

@@ -177,6 +177,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := ValidateConversationID(opts.DefaultConversation); err != nil {
 		return nil, fmt.Errorf("default conversation: %w", err)
 	}
+	switch opts.Assembly {
+	case "", AssemblyRelevance, AssemblyHierarchical:
+	default:
+		return nil, fmt.Errorf("%w: assembly %q: want %q or %q", ErrInvalid, opts.Assembly, AssemblyRelevance, AssemblyHierarchical)
+	}
 	if err := os.MkdirAll(filepath.Join(opts.Dir, logsDir), 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}

@@ -15,6 +15,10 @@ type Memory interface {
 	Expand(ctx context.Context, req memory.ExpandRequest) (memory.ExpandResult, error)
 	Collapse(ctx context.Context, req memory.CollapseRequest) (memory.CollapseResult, error)
 	TagsOfTexts(ctx context.Context, conversationID string, texts []string) (map[string][]string, error)
+	// TurnRefs and ReadLog name the history turns the proxy leaves out and
+	// read them back (vc_read_log).
+	TurnRefs(ctx context.Context, conversationID string, turnIDs []string) ([]memory.TruncationRef, error)
+	ReadLog(ctx context.Context, req memory.ReadLogRequest) (memory.ReadLogResult, error)
 }
 
 var _ Memory = (*memory.Store)(nil)

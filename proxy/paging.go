@@ -17,10 +17,11 @@ const (
 	toolFindQuote = "vc_find_quote"
 	toolExpand    = "vc_expand_topic"
 	toolCollapse  = "vc_collapse_topic"
+	toolReadLog   = "vc_read_log"
 )
 
 func isPagingTool(name string) bool {
-	return name == toolFindQuote || name == toolExpand || name == toolCollapse
+	return name == toolFindQuote || name == toolExpand || name == toolCollapse || name == toolReadLog
 }
 
 var pagingTools = []toolDef{
@@ -30,6 +31,8 @@ var pagingTools = []toolDef{
 		Schema: json.RawMessage(`{"type":"object","properties":{"tag":{"type":"string","description":"a topic tag from the virtual-context block"},"depth":{"type":"string","enum":["segments","full"]}},"required":["tag"]}`)},
 	{Name: toolCollapse, Description: "Put a topic expanded earlier back to its summary, to free room.",
 		Schema: json.RawMessage(`{"type":"object","properties":{"tag":{"type":"string"},"depth":{"type":"string","enum":["summary","none"]}},"required":["tag"]}`)},
+	{Name: toolReadLog, Description: "Read back, verbatim, turns left out or cut for the budget: pass START and END from a [truncated: ... bytes START-END] reference in the virtual-context block.",
+		Schema: json.RawMessage(`{"type":"object","properties":{"start":{"type":"integer","minimum":0},"end":{"type":"integer","minimum":1}},"required":["start","end"]}`)},
 }
 
 // onlyPaging reports whether calls are all paging calls (and there is one).
@@ -53,6 +56,8 @@ func answer(ctx context.Context, mem Memory, conv string, c toolCall) toolAnswer
 		MaxResults int    `json:"max_results"`
 		Tag        string `json:"tag"`
 		Depth      string `json:"depth"`
+		Start      *int64 `json:"start"`
+		End        *int64 `json:"end"`
 	}
 	if err := json.Unmarshal(c.Args, &args); err != nil {
 		return toolAnswer{call: c, text: "arguments must be a JSON object: " + err.Error(), isError: true}
@@ -102,6 +107,15 @@ func answer(ctx context.Context, mem Memory, conv string, c toolCall) toolAnswer
 				return "", err
 			}
 			return fmt.Sprintf("Topic %s collapsed to %s; %d tokens freed.", res.Tag, res.Depth, res.TokensFreed), nil
+		case toolReadLog:
+			if args.Start == nil || args.End == nil {
+				return "", fmt.Errorf("%w: start and end are required (the byte range of a [truncated: ...] reference)", memory.ErrInvalid)
+			}
+			res, err := mem.ReadLog(ctx, memory.ReadLogRequest{ConversationID: conv, Start: *args.Start, End: *args.End})
+			if err != nil {
+				return "", err
+			}
+			return res.Text, nil
 		}
 		return "", fmt.Errorf("%w: unknown tool %s", memory.ErrInvalid, c.Name)
 	}()

@@ -22,7 +22,7 @@ import (
 )
 
 // mcpToolName matches the paging tools' MCP names (not already prefixed).
-var mcpToolName = regexp.MustCompile(`\b(expand_topic|collapse_topic|find_quote)\b`)
+var mcpToolName = regexp.MustCompile(`\b(expand_topic|collapse_topic|find_quote|read_log)\b`)
 
 // maxBody bounds a request body the proxy reads (larger ones are refused
 // with 413: no chat request is that big).
@@ -51,6 +51,9 @@ type session struct {
 	// guarded by Server.mu.
 	tags   map[[16]byte][]string
 	stored bool
+	// turns are the stored turn ids of each unit, by unitKey (for the
+	// references to dropped history); guarded by Server.mu.
+	turns map[[16]byte][]string
 }
 
 // New checks opts and returns a proxy instance.
@@ -328,9 +331,25 @@ func (s *Server) prepare(ctx context.Context, d dialect, path string, body []byt
 			}
 		}
 	}
+	var droppedIDs []string
 	for _, u := range us {
 		if !keep[u.start] {
 			rec.TurnsDropped++
+			droppedIDs = append(droppedIDs, s.turnIDs(p.sess, u.key)...)
+		}
+	}
+	if inject != "" && len(droppedIDs) > 0 {
+		// Say what was left out of the history, and where it is.
+		refs, err := s.opts.Memory.TurnRefs(ctx, sessionID, droppedIDs)
+		if err != nil {
+			s.opts.Log.Warn("proxy: references to dropped turns", "instance", s.opts.Label, "err", err)
+		} else if len(refs) > 0 {
+			var b strings.Builder
+			b.WriteString("\n## Left out of the history below (read_log reads them back)\n")
+			for _, r := range refs {
+				b.WriteString(r.Note() + "\n")
+			}
+			inject += strings.TrimRight(b.String(), "\n")
 		}
 	}
 	protectedFrom := len(us) - 1 - s.opts.ProtectedTurns
@@ -360,7 +379,7 @@ func (s *Server) prepare(ctx context.Context, d dialect, path string, body []byt
 		if p.paging {
 			// memory's hint names its MCP tools; here they carry the vc_ prefix.
 			text = mcpToolName.ReplaceAllString(text, "vc_$1")
-			text += "\nMemory tools: vc_find_quote finds exact past words, names and numbers; vc_expand_topic reads a topic in full; vc_collapse_topic frees room."
+			text += "\nMemory tools: vc_find_quote finds exact past words, names and numbers; vc_expand_topic reads a topic in full; vc_collapse_topic frees room; vc_read_log reads a [truncated: ...] reference back."
 		}
 		rec.Injected = text
 		var err error
@@ -411,7 +430,7 @@ func (s *Server) session(id string) *session {
 			break
 		}
 	}
-	ss := &session{id: id, tags: map[[16]byte][]string{}}
+	ss := &session{id: id, tags: map[[16]byte][]string{}, turns: map[[16]byte][]string{}}
 	s.sessions[id] = ss
 	return ss
 }
@@ -478,6 +497,21 @@ func (s *Server) learnTags(ctx context.Context, ss *session, all []message, us [
 			s.setTags(ss, u.key, tags)
 		}
 	}
+}
+
+func (s *Server) turnIDs(ss *session, k [16]byte) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ss.turns[k]
+}
+
+func (s *Server) setTurns(ss *session, k [16]byte, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss.turns[k] = ids
 }
 
 func (s *Server) setTags(ss *session, k [16]byte, tags []string) {
@@ -834,6 +868,7 @@ func (s *Server) store(p *plan, rep reply, id int64) {
 			}
 			stored += res.Stored
 			s.setTags(p.sess, unitKey(turn[0].text), res.Tags)
+			s.setTurns(p.sess, unitKey(turn[0].text), res.TurnIDs)
 		}
 		msgs := s.toMemory(p.d, p.current)
 		if a, ok := assistantMessage(rep); ok {
@@ -850,6 +885,7 @@ func (s *Server) store(p *plan, rep reply, id int64) {
 			return
 		}
 		s.setTags(p.sess, p.curKey, res.Tags)
+		s.setTurns(p.sess, p.curKey, res.TurnIDs)
 		s.opts.Journal.update(id, func(r *Record) {
 			r.ResponseTags = res.Tags
 			r.Stored = stored + res.Stored

@@ -75,6 +75,8 @@ type settings struct {
 	SummaryPrompt      string
 	SimplePrompt       string
 	ContextHintStyle   string
+	// Assembly is how recall lays a conversation out (memory.Options.Assembly).
+	Assembly string
 }
 
 // settingKey is one documented setting.
@@ -123,6 +125,9 @@ var settingKeys = []settingKey{
 	{name: "max_message_bytes", env: "VC_MAX_MESSAGE_BYTES", flag: "max-message-bytes", def: constant("1048576"),
 		help: "Largest message content accepted, in bytes (1 MiB); larger ones are refused with an error naming the limit.",
 		set:  intSetter(func(c *settings) *int { return &c.MaxMessageBytes }, 1024, 1<<30)},
+	{name: "assembly", env: "VC_ASSEMBLY", flag: "assembly", def: constant("relevance"),
+		help: "How recall lays out one conversation: `relevance` (the turns that answer the message, ranked, with topic summaries) or `hierarchical` (recent turns whole, earlier ones as per-message summaries made lazily, the oldest as segment summaries). See Hierarchical assembly.",
+		set:  setAssembly},
 	{name: "log_level", env: "VC_LOG_LEVEL", flag: "log-level", def: constant("info"),
 		help: "debug, info, warn or error. Conversation text is never logged above debug.",
 		set:  setLogLevel},
@@ -567,4 +572,13 @@ func homeDir() string {
 		return u.HomeDir
 	}
 	return ""
+}
+
+func setAssembly(c *settings, v string) error {
+	switch v = strings.ToLower(strings.TrimSpace(v)); v {
+	case memory.AssemblyRelevance, memory.AssemblyHierarchical:
+		c.Assembly = v
+		return nil
+	}
+	return fmt.Errorf("must be %s or %s, got %q", memory.AssemblyRelevance, memory.AssemblyHierarchical, v)
 }

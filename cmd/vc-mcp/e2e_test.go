@@ -203,7 +203,7 @@ func exerciseAll(t *testing.T, c *client.Client) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	if got, want := strings.Join(names, ","), "add_context_item,collapse_topic,compact_context,compact_messages,domain_status,expand_topic,find_quote,list_context_items,recall_context,remove_context_item"; got != want {
+	if got, want := strings.Join(names, ","), "add_context_item,collapse_topic,compact_context,compact_messages,domain_status,expand_topic,find_quote,list_context_items,read_log,recall_context,remove_context_item"; got != want {
 		t.Errorf("tools: got %s, want %s", got, want)
 	}
 
@@ -271,6 +271,11 @@ func exerciseAll(t *testing.T, c *client.Client) {
 	structured(t, res, &fq)
 	if len(fq.Quotes) == 0 || fq.Quotes[0].Ref.End <= fq.Quotes[0].Ref.Start || fq.Quotes[0].Ref.File == "" {
 		t.Fatalf("find_quote: got %+v, want a hit with its log reference", fq)
+	}
+	// The hit's log reference reads back through read_log.
+	res = mustOK(t, c, "read_log", map[string]any{"conversation_id": conv, "start": fq.Quotes[0].Ref.Start, "end": fq.Quotes[0].Ref.End})
+	if text := res.Content[0].(mcpgo.TextContent).Text; !strings.Contains(text, "bbolt") {
+		t.Fatalf("read_log of the find_quote hit: %q", text)
 	}
 
 	res = mustOK(t, c, "domain_status", map[string]any{"conversation_id": conv})

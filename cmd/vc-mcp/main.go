@@ -50,6 +50,7 @@ usage:
   vc-mcp cost-report ...     report LLM usage and cost
   vc-mcp summaries regenerate [--conversation ID] [--tag T]
                              rebuild summaries from the master logs
+  vc-mcp context-stats [--conversation ID] [--json]  summary coverage and tokens saved
   vc-mcp daemon status|stop  the shared server every stdio host of a data dir uses
   vc-mcp import [--format chatgpt|claude] FILE   import ChatGPT or Claude history
   vc-mcp import BUNDLE [--merge]   restore a vc-mcp bundle (vc-mcp export --format jsonl)
@@ -99,6 +100,7 @@ var legacyCommands = []struct {
 	{"summaries", "rebuild summaries from the master logs", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return runSummaries(ctx, args, stdout, stderr)
 	}},
+	{"context-stats", "per-message summary coverage and tokens saved", runContextStats},
 	{"import", "import ChatGPT or Claude history, or a vc-mcp bundle", runImport},
 	{"export", "write memory as Markdown or as a bundle", runExport},
 	{"version", "print the version and commit", runVersion},

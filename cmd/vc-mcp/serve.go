@@ -120,6 +120,7 @@ func memoryOptions(cfg settings, log *slog.Logger) memory.Options {
 		HintStyle:     memory.HintStyle(cfg.ContextHintStyle),
 		ContextItems:  cfg.ContextItems,
 		ContextSearch: cfg.ContextSearch,
+		Assembly:      cfg.Assembly,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vc-mcp/vc-mcp/memory"
@@ -13,12 +14,24 @@ import (
 
 const summariesUsage = `usage:
   vc-mcp summaries regenerate [--conversation ID] [--tag TAG] [flags]
+  vc-mcp summaries regenerate --from TURN [--missing] [--conversation ID] [flags]
+  vc-mcp summaries clear [--conversation ID] [flags]
 
-Rebuilds segment (Layer 1) and tag (Layer 2) summaries from the master log
-with the configured summariser (an LLM when one is set up, extractive
-otherwise), replacing the old ones atomically per conversation. A shared
-server using the data directory is stopped meanwhile; its hosts wait and
-reconnect afterwards.
+regenerate rebuilds segment (Layer 1) and tag (Layer 2) summaries from the
+master log with the configured summariser (an LLM when one is set up,
+extractive otherwise), replacing the old ones atomically per conversation.
+
+regenerate --from TURN (t12 or 12) makes the per-message summaries instead:
+every turn from TURN on that is long enough gets a summary written with the
+previous and the next message in view, replacing any it had (--missing: only
+turns without one). They are recorded in the decisions log, so rebuild keeps
+them without calling a model.
+
+clear deletes every per-message summary (of one conversation, or all); the
+clear is recorded too, so rebuild does not bring them back.
+
+A shared server using the data directory is stopped meanwhile; its hosts
+wait and reconnect afterwards.
 `
 
 // runSummaries runs "vc-mcp summaries ...".
@@ -30,78 +43,139 @@ func runSummaries(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		return nil
 	}
-	if args[0] != "regenerate" {
+	sub := args[0]
+	if sub != "regenerate" && sub != "clear" {
 		fmt.Fprint(stderr, summariesUsage)
-		return fmt.Errorf("summaries: unknown subcommand %q (want regenerate)", args[0])
+		return fmt.Errorf("summaries: unknown subcommand %q (want regenerate or clear)", sub)
 	}
-	// --conversation and --tag are this command's; every other flag is a
-	// common setting (--data-dir, --config, LLM settings...).
-	var conv, tag string
+	name := "summaries " + sub
+	own := map[string]bool{"conversation": true}
+	if sub == "regenerate" {
+		own["tag"], own["from"], own["missing"] = true, true, true
+	}
+	vals, common, err := ownFlags(name, args[1:], own, map[string]bool{"missing": true})
+	if err != nil {
+		return err
+	}
+	if vals["from"] == "" && vals["missing"] != "" {
+		return fmt.Errorf("%s: --missing goes with --from TURN", name)
+	}
+	if vals["from"] != "" && vals["tag"] != "" {
+		return fmt.Errorf("%s: --from (per-message summaries) and --tag (segment summaries) do not combine; run them separately", name)
+	}
+	store, done, err := openSummaryStore(ctx, name, common, stderr)
+	if err != nil {
+		return err
+	}
+	defer done()
+	start := time.Now()
+	last := time.Time{}
+	var mu sync.Mutex // summaries are made several at a time
+	progress := func(n, total int, message string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) >= 500*time.Millisecond || n == total {
+			last = time.Now()
+			fmt.Fprintf(stderr, "summaries: %d/%d %s\n", n, total, message)
+		}
+	}
+	switch {
+	case sub == "clear":
+		n, err := store.ClearTurnSummaries(ctx, vals["conversation"])
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		fmt.Fprintf(stdout, "cleared %d per-message summaries\n", n)
+	case vals["from"] != "":
+		res, err := store.SummarizeTurns(ctx, memory.TurnSummaryRequest{ConversationID: vals["conversation"], From: vals["from"],
+			Missing: vals["missing"] == "true", Progress: progress})
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		fmt.Fprintf(stdout, "summarised %d messages in %d conversations (%d too short to need one) (%s)\n",
+			res.Summarised, res.Conversations, res.Short, time.Since(start).Round(time.Millisecond))
+	default:
+		res, err := store.RegenerateSummaries(ctx, memory.RegenerateRequest{
+			ConversationID: vals["conversation"], Tag: vals["tag"], Progress: progress})
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		fmt.Fprintf(stdout, "regenerated %d segment and %d tag summaries in %d conversations (%s)\n",
+			res.Segments, res.Tags, res.Conversations, time.Since(start).Round(time.Millisecond))
+	}
+	return store.Close()
+}
+
+// ownFlags takes a command's own flags (names in own; those in bools take
+// no value) out of args and returns them with every other argument, the
+// common settings (--data-dir, --config, LLM settings...).
+func ownFlags(cmd string, args []string, own, bools map[string]bool) (map[string]string, []string, error) {
+	vals := map[string]string{}
 	var common []string
-	rest := args[1:]
-	for i := 0; i < len(rest); i++ {
-		name, value, hasValue := strings.Cut(strings.TrimLeft(rest[i], "-"), "=")
-		if name != "conversation" && name != "tag" || !strings.HasPrefix(rest[i], "-") {
-			common = append(common, rest[i])
+	for i := 0; i < len(args); i++ {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if !own[name] || !strings.HasPrefix(args[i], "-") {
+			common = append(common, args[i])
+			continue
+		}
+		if bools[name] {
+			if !hasValue {
+				value = "true"
+			}
+			vals[name] = value
 			continue
 		}
 		if !hasValue {
-			if i+1 >= len(rest) {
-				return fmt.Errorf("summaries regenerate: --%s needs a value", name)
+			if i+1 >= len(args) {
+				return nil, nil, fmt.Errorf("%s: --%s needs a value", cmd, name)
 			}
 			i++
-			value = rest[i]
+			value = args[i]
 		}
-		if name == "conversation" {
-			conv = value
-		} else {
-			tag = value
-		}
+		vals[name] = value
 	}
-	cfg, extra, err := loadConfig("summaries regenerate", common, os.Getenv, stderr)
+	return vals, common, nil
+}
+
+// openSummaryStore loads the settings from common, takes the data
+// directory over from a shared server and opens the store (with the
+// configured summariser, without embeddings). done closes everything.
+func openSummaryStore(ctx context.Context, name string, common []string, stderr io.Writer) (*memory.Store, func(), error) {
+	cfg, extra, err := loadConfig(name, common, os.Getenv, stderr)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if len(extra) > 0 {
-		return fmt.Errorf("summaries regenerate: unexpected argument %q", extra[0])
+		return nil, nil, fmt.Errorf("%s: unexpected argument %q", name, extra[0])
 	}
 	log, closeLog, err := newLogger(cfg, stderr)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer closeLog()
 	opts := memoryOptions(cfg, log)
 	sm, err := wireSeams(ctx, cfg, &opts, log)
 	if err != nil {
-		return err
+		closeLog()
+		return nil, nil, err
 	}
-	defer sm.close()
-	opts.Embedder = nil // regenerating summaries needs no vectors
+	opts.Embedder = nil // summaries and stats need no vectors
 	release, err := exclusive(ctx, cfg, &opts)
 	if err != nil {
-		return fmt.Errorf("summaries regenerate: %w", err)
+		sm.close()
+		closeLog()
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	defer release()
-	store, err := memory.Open(ctx, opts)
+	store, err := openExclusive(ctx, cfg, opts)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", cfg.DataDir, err)
+		release()
+		sm.close()
+		closeLog()
+		return nil, nil, fmt.Errorf("open %s: %w", cfg.DataDir, err)
 	}
-	defer store.Close()
-	start := time.Now()
-	last := time.Time{}
-	res, err := store.RegenerateSummaries(ctx, memory.RegenerateRequest{
-		ConversationID: conv, Tag: tag,
-		Progress: func(done, total int, message string) {
-			if time.Since(last) >= 500*time.Millisecond || done == total {
-				last = time.Now()
-				fmt.Fprintf(stderr, "summaries: %d/%d %s\n", done, total, message)
-			}
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("summaries regenerate: %w", err)
-	}
-	fmt.Fprintf(stdout, "regenerated %d segment and %d tag summaries in %d conversations (%s)\n",
-		res.Segments, res.Tags, res.Conversations, time.Since(start).Round(time.Millisecond))
-	return store.Close()
+	return store, func() {
+		_ = store.Close()
+		release()
+		sm.close()
+		closeLog()
+	}, nil
 }
