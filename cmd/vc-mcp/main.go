@@ -53,6 +53,7 @@ usage:
   vc-mcp export --format markdown --out DIR [--conversation ID]
                              write memory as Markdown, one directory per topic
   vc-mcp replay FILE [--out FILE]  run prompts or a saved chat through memory; JSON per turn
+  vc-mcp chat                an interactive terminal chat with memory (needs llm_provider)
   vc-mcp version [--json]    print the version and commit
   vc-mcp help [command]      this help; "vc-mcp serve -h" lists every flag
 
@@ -89,6 +90,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runExportMarkdown(ctx, args, stdin, stdout, stderr)
 	case "replay":
 		return runReplay(ctx, args, stdin, stdout, stderr)
+	case "chat":
+		return runChat(ctx, args, stdin, stdout, stderr)
 	case "version", "--version":
 		return runVersion(ctx, args, stdin, stdout, stderr)
 	case "help", "-h", "--help":

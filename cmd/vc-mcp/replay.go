@@ -281,7 +281,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if lc.Enabled() {
 		rep.Settings.LLM = lc.WithDefaults().Label()
 	}
-	p := &pipeline{mem: store, conv: *conv, budget: *budget, timings: !*noTimings}
+	p := &pipeline{mem: store, conv: *conv, budget: *budget, timings: !*noTimings, embedded: embeddings}
 	start := time.Now()
 	for i, t := range turns {
 		clock.set(t.Time)
@@ -345,6 +345,9 @@ type pipeline struct {
 	conv    string
 	budget  int
 	timings bool
+	// embedded: wait after each store until the new turns have vectors
+	// (replay, so that runs repeat); chat does not wait for them.
+	embedded bool
 }
 
 // recall assembles the context for a user message and starts its report.
@@ -366,9 +369,9 @@ func (p *pipeline) recall(ctx context.Context, n int, query string, at time.Time
 	return tr, nil
 }
 
-// store appends a turn's messages (compact_context), forcing a compaction
-// when force is set, and waits until they are searchable and embedded so
-// that the next recall sees them whatever the machine's speed.
+// save appends a turn's messages (compact_context), forcing a compaction
+// when force is set, and waits until they are searchable (and embedded, if
+// asked) so that the next recall sees them whatever the machine's speed.
 func (p *pipeline) save(ctx context.Context, tr *turnReport, msgs []memory.Message, force bool) error {
 	t0 := time.Now()
 	res, err := p.mem.Ingest(ctx, memory.IngestRequest{ConversationID: p.conv, Messages: msgs, Force: force})
@@ -378,8 +381,10 @@ func (p *pipeline) save(ctx context.Context, tr *turnReport, msgs []memory.Messa
 	if err := p.mem.WaitIndexed(ctx); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	if err := p.mem.WaitEmbedded(ctx); err != nil {
-		return fmt.Errorf("store: %w", err)
+	if p.embedded {
+		if err := p.mem.WaitEmbedded(ctx); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
 	}
 	if p.timings {
 		if tr.Timings == nil {

@@ -281,3 +281,26 @@ func firstDiff(want, got string) string {
 	}
 	return "(same lines)"
 }
+
+func TestBudgetBar(t *testing.T) {
+	tests := []struct {
+		name  string
+		width int
+		total int
+		parts []int
+		want  string
+	}{
+		{name: "empty", width: 10, total: 100, want: "░░░░░░░░░░"},
+		{name: "split", width: 10, total: 100, parts: []int{50, 20, 10}, want: "█████▓▓▒░░"},
+		{name: "small part shows", width: 10, total: 2000, parts: []int{38, 0, 47}, want: "█▒░░░░░░░░"},
+		{name: "over budget clipped", width: 4, total: 10, parts: []int{10, 10}, want: "████"},
+		{name: "no budget", width: 3, total: 0, want: "░░░"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := bar(tt.width, tt.total, tt.parts...); got != tt.want {
+				t.Errorf("bar(%d, %d, %v) = %q, want %q", tt.width, tt.total, tt.parts, got, tt.want)
+			}
+		})
+	}
+}
