@@ -23,7 +23,7 @@ const replayUsage = `usage:
   vc-mcp replay FILE [--out FILE] [--budget N] [--conversation ID]
                 [--no-timings] [--data-dir DIR] [setting flags]
 
-Runs a conversation through the whole memory pipeline without a model and
+Runs a conversation through the whole memory pipeline (no chat model) and
 writes, per turn, what memory did as JSON: the message's tags, token counts
 (message, assembled context, budget, active conversation), the assembled
 context and the turns, segments and topics chosen for it, compaction events
