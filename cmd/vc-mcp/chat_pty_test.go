@@ -53,6 +53,11 @@ func (f *fakeChatProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
 		return
 	}
+	if last := req.Messages[len(req.Messages)-1].Content; req.ResponseFormat == nil && strings.HasPrefix(last, "FAIL") {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `{"error":{"message":"model overloaded"}}`)
+		return
+	}
 	f.mu.Lock()
 	var text string
 	if req.ResponseFormat != nil {
@@ -176,6 +181,9 @@ func TestChatPTY(t *testing.T) {
 	scr.waitFor(t, "compacted 1 segments")
 	typeLine("/export " + export)
 	scr.waitFor(t, "exported 2 turns")
+	// A provider failure is shown, and nothing is stored for it.
+	typeLine("FAIL this one")
+	scr.waitFor(t, "model overloaded")
 	typeLine("/nonsense")
 	scr.waitFor(t, "unknown command /nonsense")
 	typeLine("/quit")

@@ -304,3 +304,26 @@ func TestBudgetBar(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseReplayInput: any input gives turns with a query and a stored
+// user message each, or an error; never a panic.
+func FuzzParseReplayInput(f *testing.F) {
+	for _, s := range []string{"a\nb\n", `[{"role":"user","content":"x"}]`, `{"format":"vc-mcp-chat-session","version":1,"turns":[{"user":"q"}]}`,
+		`[{"role":"assistant","content":[{"type":"text","text":"t"}]},{"role":"user","content":"u","timestamp":"2024-01-01T00:00:00Z"}]`, "\xef\xbb\xbf# c\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		turns, err := parseReplayInput(b)
+		if err != nil {
+			return
+		}
+		for i, turn := range turns {
+			if strings.TrimSpace(turn.Query) == "" || len(turn.Messages) == 0 || turn.Time.IsZero() {
+				t.Fatalf("turn %d: query %q, %d messages, time %v", i, turn.Query, len(turn.Messages), turn.Time)
+			}
+			if i > 0 && turn.Time.Before(turns[i-1].Time) {
+				t.Fatalf("turn %d goes back in time", i)
+			}
+		}
+	})
+}
