@@ -68,6 +68,8 @@ usage:
   vc-mcp init PRESET [--out FILE]          write a commented starter config
   vc-mcp export --format jsonl --out FILE|- [--conversation ID]
                              write memory as a bundle that import restores (docs/bundle.md)
+  vc-mcp replay FILE [--out FILE]  run prompts or a saved chat through memory; JSON per turn
+  vc-mcp chat                an interactive terminal chat with memory (needs llm_provider)
   vc-mcp version [--json]    print the version and commit
   vc-mcp help [command]      this help; "vc-mcp serve -h" lists every flag
 
@@ -101,6 +103,8 @@ var legacyCommands = []struct {
 		return runSummaries(ctx, args, stdout, stderr)
 	}},
 	{"context-stats", "per-message summary coverage and tokens saved", runContextStats},
+	{"replay", "run a prompts file or a saved session through memory, as JSON", runReplay},
+	{"chat", "a terminal chat with the configured model and memory", runChat},
 	{"import", "import ChatGPT or Claude history, or a vc-mcp bundle", runImport},
 	{"export", "write memory as Markdown or as a bundle", runExport},
 	{"version", "print the version and commit", runVersion},
