@@ -52,6 +52,7 @@ const (
 	decSummaries = "summaries" // regenerated summaries (boundaries unchanged)
 	decSplit     = "split"     // a tag split: changed turn tags, aliases
 	decWorking   = "working"   // the working set after expand/collapse
+	decForget    = "forget"    // a tombstone: turns forgotten or redacted, summaries remade
 )
 
 // decision is one record of the derived-decisions log.
@@ -72,6 +73,27 @@ type decision struct {
 
 	// decWorking: the whole working set after the change.
 	Working []WorkingEntry `json:"working,omitempty"`
+
+	// decForget (with Segments and TagSums: the summaries remade without
+	// the forgotten text).
+	Forget *forgetRec `json:"forget,omitempty"`
+}
+
+// forgetRec is a tombstone: what Forget removed (or scan redacted) and
+// why, never the text. Hashes are the removed messages' hashes, so that
+// the same message resent or re-imported is not stored again.
+type forgetRec struct {
+	Reason   string       `json:"reason"`
+	Turns    []forgotTurn `json:"turns,omitempty"`    // forgotten: placeholders now
+	Redacted []forgotTurn `json:"redacted,omitempty"` // secrets replaced in place
+	Dropped  []string     `json:"dropped_tags,omitempty"`
+}
+
+// forgotTurn names one turn of a tombstone: its sequence number and the
+// hash of the message as it was stored before.
+type forgotTurn struct {
+	Seq  int    `json:"seq"`
+	Hash string `json:"hash"`
 }
 
 // turnTags is the tagger's verdict on one stored turn. Hash ties it to the
@@ -447,6 +469,7 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 	changedTurns := map[int]bool{}
 	changedSegs := map[int]bool{}
 	changedSums := map[string]bool{}
+	droppedSums := map[string]bool{}
 	workingChanged, summariesChanged := false, false
 	for _, d := range r.rest {
 		switch d.Kind {
@@ -469,6 +492,7 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 				ts := d.TagSums[i]
 				c.tagSums[ts.Tag] = &ts
 				changedSums[ts.Tag] = true
+				delete(droppedSums, ts.Tag)
 			}
 			meta.CompactedThrough = d.Through
 			summariesChanged = true
@@ -486,6 +510,7 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 				ts := d.TagSums[i]
 				c.tagSums[ts.Tag] = &ts
 				changedSums[ts.Tag] = true
+				delete(droppedSums, ts.Tag)
 			}
 			summariesChanged = true
 		case decSplit:
@@ -509,6 +534,34 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 				c.addTags(seq, tags)
 				changedTurns[seq] = true
 			}
+		case decForget:
+			for i := range d.Segments {
+				sg := d.Segments[i]
+				if sg.ID < 1 || sg.ID > len(c.segs) {
+					continue
+				}
+				c.segs[sg.ID-1] = &sg
+				changedSegs[sg.ID] = true
+			}
+			for i := range d.TagSums {
+				ts := d.TagSums[i]
+				c.tagSums[ts.Tag] = &ts
+				changedSums[ts.Tag] = true
+				delete(droppedSums, ts.Tag)
+			}
+			if d.Forget != nil {
+				for _, tag := range d.Forget.Dropped {
+					if _, ok := c.tagSums[tag]; ok || changedSums[tag] {
+						delete(c.tagSums, tag)
+						delete(changedSums, tag)
+						droppedSums[tag] = true
+					}
+				}
+				for _, t := range d.Forget.Turns {
+					c.forgotten[t.Hash] = true
+				}
+			}
+			summariesChanged = true
 		case decWorking:
 			c.working = make(map[string]WorkingEntry, len(d.Working))
 			for _, w := range d.Working {
@@ -549,6 +602,11 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 		}
 		for tag := range changedSums {
 			if err := putJSON(rb, []byte(tag), c.tagSums[tag]); err != nil {
+				return err
+			}
+		}
+		for tag := range droppedSums {
+			if err := rb.Delete([]byte(tag)); err != nil {
 				return err
 			}
 		}

@@ -94,6 +94,9 @@ type turnMeta struct {
 	// Question marks a turn that asks something: the next turn likely
 	// answers it, so recall lends it part of the question's score.
 	Question bool `json:"q,omitempty"`
+	// Forgotten marks a turn removed by Forget: an empty placeholder whose
+	// hash keeps the message from being stored again.
+	Forgotten bool `json:"f,omitempty"`
 }
 
 func (t *turnMeta) primary() string {
@@ -150,6 +153,8 @@ type conv struct {
 	turns     []turnMeta          // turns[seq-1]
 	ids       map[string]int      // client message id -> seq
 	hashes    map[string]int      // message hash -> seq
+	forgotten map[string]bool     // hashes of forgotten messages (never stored again)
+	rewrites  int                 // bumped by each rewrite of the log (forget, redact)
 	vocab     map[string]int      // tag -> turns carrying it
 	tagSeqs   map[string][]int    // tag -> seqs, ascending
 	relatedBy map[string][]string // related term -> tags that name it
@@ -176,7 +181,7 @@ type conv struct {
 
 func newConv(id string) *conv {
 	return &conv{
-		id: id, ids: map[string]int{}, hashes: map[string]int{}, vocab: map[string]int{}, tagSeqs: map[string][]int{},
+		id: id, ids: map[string]int{}, hashes: map[string]int{}, forgotten: map[string]bool{}, vocab: map[string]int{}, tagSeqs: map[string][]int{},
 		relatedBy: map[string][]string{}, tagSums: map[string]*tagSummaryRec{},
 		working: map[string]WorkingEntry{}, speakers: map[string]int{},
 		tagWords: map[string][]string{}, wordTags: map[string][]string{},
@@ -194,6 +199,9 @@ func (c *conv) addTurn(t turnMeta) {
 		c.ids[t.ID] = t.Seq
 	}
 	c.hashes[t.Hash] = t.Seq
+	if t.Forgotten {
+		c.forgotten[t.Hash] = true
+	}
 	if t.Empty {
 		return
 	}

@@ -89,6 +89,11 @@ type Store struct {
 
 	rec reconciler // catches the derived stores up (reconcile.go)
 
+	// purgeAtClose: something was forgotten or redacted, so Close compacts
+	// vc.db into a fresh file (bbolt keeps freed pages' old bytes).
+	purgeAtClose atomic.Bool
+	purging      atomic.Bool // an index purge is running
+
 	// Background embedding (semantic memory); nil channels without an Embedder.
 	kick      chan struct{}
 	embedDone chan struct{}
@@ -417,10 +422,14 @@ func (s *Store) Close() error {
 	if err := s.ix.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close index: %w", err))
 	}
-	_ = os.Remove(filepath.Join(s.opts.Dir, holderFile))
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: %w", err))
+	} else if s.purgeAtClose.Load() {
+		if err := compactDB(filepath.Join(s.opts.Dir, dbFile)); err != nil {
+			errs = append(errs, err)
+		}
 	}
+	_ = os.Remove(filepath.Join(s.opts.Dir, holderFile))
 	return errors.Join(errs...)
 }
 
