@@ -369,9 +369,6 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 			At: old.At, Hash: old.Hash, ToolUse: old.ToolUse, ToolResult: old.ToolResult, Forgotten: true}
 		tomb.Turns = append(tomb.Turns, forgotTurn{Seq: seq, Hash: old.Hash})
 	}
-	if err := s.rewriteMasterLog(c, recs); err != nil {
-		return out, s.storageError(err, "nothing was forgotten")
-	}
 	dec := decision{Kind: decForget, Forget: tomb, Segments: make([]segmentRec, len(fresh)), TagSums: make([]tagSummaryRec, len(rollups))}
 	for i, r := range fresh {
 		dec.Segments[i] = *r
@@ -379,8 +376,13 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 	for i, r := range rollups {
 		dec.TagSums[i] = *r
 	}
+	// The tombstone goes first: should the process die between the two
+	// renames, the same forget run again finds the turns and finishes.
 	if err := s.rewriteDecisions(c, edits, scrubSet{segs: affectedSegs, tags: affectedTags, gone: gone}, dec); err != nil {
-		return out, s.storageError(err, "the master log is rewritten; the rest follows when the store next opens")
+		return out, s.storageError(err, "nothing was forgotten")
+	}
+	if err := s.rewriteMasterLog(c, recs); err != nil {
+		return out, s.storageError(err, "the summaries were rewritten but the turns were not; run the same forget again")
 	}
 	oldTags := make(map[string]bool, len(c.vocab))
 	for t := range c.vocab {

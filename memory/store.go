@@ -94,6 +94,10 @@ type Store struct {
 	purgeAtClose atomic.Bool
 	purging      atomic.Bool // an index purge is running
 
+	// Per-tag expiry (ttl.go); nil without Options.TagTTL.
+	stopTTL context.CancelFunc
+	ttlDone chan struct{}
+
 	// Background embedding (semantic memory); nil channels without an Embedder.
 	kick      chan struct{}
 	embedDone chan struct{}
@@ -144,6 +148,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.TTLInterval <= 0 {
+		o.TTLInterval = time.Hour
 	}
 }
 
@@ -224,6 +231,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return fail(err)
 	}
 	s.startReconciler()
+	s.startTTL()
 	if opts.Embedder != nil {
 		ectx, cancel := context.WithCancel(context.Background())
 		s.kick, s.embedDone, s.stopEmbed = make(chan struct{}, 1), make(chan struct{}), cancel
@@ -376,6 +384,10 @@ func (s *Store) Close() error {
 		<-s.embedDone
 	}
 	s.stopReconciler()
+	if s.stopTTL != nil {
+		s.stopTTL()
+		<-s.ttlDone
+	}
 	s.mu.Lock()
 	for s.ops > 0 {
 		s.idle.Wait()
