@@ -25,6 +25,7 @@ func tools(mem Memory, log *slog.Logger) []mcpserver.ServerTool {
 		collapseTopicTool(mem, log),
 		findQuoteTool(mem, log),
 		domainStatusTool(mem, log),
+		forgetTool(mem, log),
 	}
 }
 
