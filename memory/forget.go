@@ -33,10 +33,11 @@ import (
 //
 // Bytes on disk: Bleve and bbolt keep deleted data in free pages and old
 // segment files until they are reused or merged. After a rewrite the index
-// is force-merged (best effort, in the background of the call), and when
-// the store closes vc.db is compacted into a fresh file and the index is
-// deleted (it is rebuilt from the logs on the next open), so no byte of a
-// forgotten message outlives the process that forgot it.
+// is force-merged in the background (best effort: scorch may keep the last
+// older snapshot), and when the store closes vc.db is compacted into a
+// fresh file and the index is deleted (the next Open rebuilds it from the
+// logs in the background), so no byte of a forgotten message outlives the
+// process that forgot it. While that process runs, answers never show it.
 
 // ForgetRequest selects turns to forget. At least one selector is needed;
 // when several are given a turn must match all of them.

@@ -90,7 +90,8 @@ type Store struct {
 	rec reconciler // catches the derived stores up (reconcile.go)
 
 	// purgeAtClose: something was forgotten or redacted, so Close compacts
-	// vc.db into a fresh file (bbolt keeps freed pages' old bytes).
+	// vc.db into a fresh file (bbolt keeps freed pages' old bytes) and
+	// deletes the index (rebuilt from the logs on the next Open).
 	purgeAtClose atomic.Bool
 	purging      atomic.Bool // an index purge is running
 
@@ -433,6 +434,12 @@ func (s *Store) Close() error {
 	}
 	if err := s.ix.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close index: %w", err))
+	} else if s.purgeAtClose.Load() {
+		// Bleve keeps deleted documents in older segment files: after a
+		// forget the index goes, and the next Open rebuilds it from the logs.
+		if err := os.RemoveAll(filepath.Join(s.opts.Dir, indexDir)); err != nil {
+			errs = append(errs, fmt.Errorf("remove the index after forget: %w", err))
+		}
 	}
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: %w", err))

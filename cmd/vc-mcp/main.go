@@ -52,6 +52,9 @@ usage:
   vc-mcp import [--format chatgpt|claude] FILE   import ChatGPT or Claude history
   vc-mcp export --format markdown --out DIR [--conversation ID]
                              write memory as Markdown, one directory per topic
+  vc-mcp forget --conversation ID [--query P] [--turn t12] [--tag T] [--before TIME] [--dry-run] [--yes]
+                             forget turns for good (summaries remade, tombstone kept)
+  vc-mcp scan [--conversation ID] [--redact]   find (and redact) secrets already stored
   vc-mcp version [--json]    print the version and commit
   vc-mcp help [command]      this help; "vc-mcp serve -h" lists every flag
 
@@ -86,6 +89,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runImport(ctx, args, stdin, stdout, stderr)
 	case "export":
 		return runExportMarkdown(ctx, args, stdin, stdout, stderr)
+	case "forget":
+		return runForget(ctx, args, stdin, stdout, stderr)
+	case "scan":
+		return runScan(ctx, args, stdin, stdout, stderr)
 	case "version", "--version":
 		return runVersion(ctx, args, stdin, stdout, stderr)
 	case "help", "-h", "--help":
