@@ -149,6 +149,8 @@ type Options struct {
 	// Now returns the current time (tests); default time.Now.
 	Now func() time.Time
 
+	// ttlManual, in tests, leaves expiry to explicit ExpireTTL calls.
+	ttlManual bool
 	// holdReconciler, in tests, keeps the reconciler from starting until
 	// it is closed.
 	holdReconciler <-chan struct{}

@@ -15,7 +15,7 @@ import (
 
 // startTTL runs expiry in the background when tags can expire.
 func (s *Store) startTTL() {
-	if s.opts.TagTTL == nil {
+	if s.opts.TagTTL == nil || s.opts.ttlManual {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -75,7 +75,9 @@ func TestTagTTLForgetsExpired(t *testing.T) {
 		return 0, false
 	}
 	opts := Options{Dir: dir, ContextWindow: 1200, ProtectedTurns: 2, Now: clock.Now, TagTTL: ttl, TTLInterval: time.Hour}
-	s = openTest(t, opts)
+	manual := opts
+	manual.ttlManual = true // no background pass racing the clock below
+	s = openTest(t, manual)
 	if n, err := s.ExpireTTL(ctx); err != nil || n != 0 {
 		t.Fatalf("before the TTL: forgot %d (%v), want 0", n, err)
 	}
