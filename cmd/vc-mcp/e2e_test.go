@@ -203,7 +203,7 @@ func exerciseAll(t *testing.T, c *client.Client) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	if got, want := strings.Join(names, ","), "collapse_topic,compact_context,domain_status,expand_topic,find_quote,recall_context"; got != want {
+	if got, want := strings.Join(names, ","), "collapse_topic,compact_context,domain_status,expand_topic,find_quote,forget,recall_context"; got != want {
 		t.Errorf("tools: got %s, want %s", got, want)
 	}
 
@@ -271,6 +271,17 @@ func exerciseAll(t *testing.T, c *client.Client) {
 	structured(t, res, &fq)
 	if len(fq.Quotes) == 0 || fq.Quotes[0].Ref.End <= fq.Quotes[0].Ref.Start || fq.Quotes[0].Ref.File == "" {
 		t.Fatalf("find_quote: got %+v, want a hit with its log reference", fq)
+	}
+
+	// forget, as a dry run: it lists and keeps.
+	res = mustOK(t, c, "forget", map[string]any{"conversation_id": conv, "query": "BBOLT and Bleve", "dry_run": true})
+	var fg struct {
+		Forgotten int      `json:"forgotten"`
+		TurnIDs   []string `json:"turn_ids"`
+	}
+	structured(t, res, &fg)
+	if fg.Forgotten != 1 || len(fg.TurnIDs) != 1 || fg.TurnIDs[0] != fq.Quotes[0].TurnID {
+		t.Errorf("forget dry run: got %+v, want the find_quote hit %s", fg, fq.Quotes[0].TurnID)
 	}
 
 	res = mustOK(t, c, "domain_status", map[string]any{"conversation_id": conv})
