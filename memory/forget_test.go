@@ -231,6 +231,9 @@ func TestForgetCascades(t *testing.T) {
 	if r := ingest(t, s, "c", []Message{msgs[4]}); r.Stored != 0 {
 		t.Fatalf("resending the forgotten message stored it again: %+v", r)
 	}
+	if r, err := s.Import(ctx, []ImportedConversation{{ID: "c", Messages: msgs}}, nil); err != nil || r.Stored != 0 {
+		t.Fatalf("re-import after forget: %+v, %v; want nothing stored", r, err)
+	}
 	check("after resend", s)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
