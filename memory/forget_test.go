@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -271,5 +272,94 @@ func TestForgetCascades(t *testing.T) {
 	check("after rebuild", s3)
 	if r := ingest(t, s3, "c", []Message{msgs[4]}); r.Stored != 0 {
 		t.Fatalf("after rebuild, resending the forgotten message stored it again: %+v", r)
+	}
+}
+
+// TestForgetUnderLoad: forget runs while other goroutines ingest, recall,
+// search and compact the same conversation (-race); every acknowledged
+// message is kept, the forgotten ones are gone.
+func TestForgetUnderLoad(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{ContextWindow: 1500, ProtectedTurns: 2})
+	msgs := chat(40, t0)
+	for i := 0; i < len(msgs); i += 10 {
+		ingest(t, s, "c", msgs[i:i+10])
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 8)
+	var stored []string
+	writer := make(chan struct{})
+	go func() {
+		defer close(writer)
+		for i := 0; i < 30; i++ {
+			m := msg("user", "Ana", fmt.Sprintf("Load note %d: the harbor crane inspection moved to slot %d.", i, i), t0.Add(time.Duration(100+i)*time.Minute))
+			r, err := s.Ingest(ctx, IngestRequest{ConversationID: "c", Messages: []Message{m}})
+			if err != nil {
+				errs <- err
+				return
+			}
+			stored = append(stored, r.TurnIDs...)
+		}
+	}()
+	for range 2 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if _, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "Rex vaccination", MaxTokens: 500}); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := s.FindQuote(ctx, FindQuoteRequest{ConversationID: "c", Query: "Kyoto ryokan"}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var forgot []string
+	for _, q := range []string{"vaccination at the vet clinic, appointment number 5.", "GOMAXPROCS is 10.", "appointment number 22."} {
+		r, err := s.Forget(ctx, ForgetRequest{ConversationID: "c", Query: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		forgot = append(forgot, r.TurnIDs...)
+	}
+	<-writer
+	close(done)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	if len(forgot) != 3 || len(stored) != 30 {
+		t.Fatalf("forgot %v, stored %d", forgot, len(stored))
+	}
+	for _, id := range forgot {
+		if _, err := s.Turn(ctx, "c", id); err == nil {
+			t.Fatalf("forgotten turn %s still readable", id)
+		}
+	}
+	for i, id := range stored {
+		tr, err := s.Turn(ctx, "c", id)
+		if err != nil || !strings.Contains(tr.Text, fmt.Sprintf("Load note %d:", i)) {
+			t.Fatalf("stored turn %s: %q, %v", id, tr.Text, err)
+		}
+	}
+	fq, err := s.FindQuote(ctx, FindQuoteRequest{ConversationID: "c", Query: "harbor crane inspection", MaxResults: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fq.Quotes) < 30 && !fq.CatchingUp {
+		t.Fatalf("find_quote finds %d of the 30 notes", len(fq.Quotes))
 	}
 }
