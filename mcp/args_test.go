@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -102,7 +103,7 @@ func TestDecodeOthers(t *testing.T) {
 				fq.Since, fq.Until, w.Since, w.Until = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 				got, tt.want = fq, w
 			}
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
@@ -154,6 +155,25 @@ func FuzzDecodeCompact(f *testing.F) {
 		checkDecoded(t, req.ConversationID)
 		if n := len(req.Messages); n < minMessages || n > maxMessages {
 			t.Fatalf("decoded %d messages", n)
+		}
+	})
+}
+
+func FuzzDecodeCompactMessages(f *testing.F) {
+	seeds(f, `{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}],"keep_last":1,"use_simple_prompt":true}`,
+		`{"messages":[{"role":"user","content":"x","id":"vc-summary-1"}],"notify_user":false,"only_over_threshold":true,"keep_last":-3}`)
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		req, err := decodeCompactMessages(raw)
+		if err != nil {
+			checkErr(t, err)
+			return
+		}
+		checkDecoded(t, req.ConversationID)
+		if n := len(req.Messages); n < minMessages || n > maxMessages {
+			t.Fatalf("decoded %d messages", n)
+		}
+		if req.KeepLast != nil && (*req.KeepLast < 0 || *req.KeepLast > memory.MaxKeepLast) {
+			t.Fatalf("decoded keep_last %d", *req.KeepLast)
 		}
 	})
 }

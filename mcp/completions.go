@@ -55,6 +55,10 @@ func (c completer) CompleteResourceArgument(ctx context.Context, uri string, arg
 		return c.tags(ctx, conv, arg.Value)
 	case arg.Name == "turn" && uri == turnTemplate:
 		return c.turns(ctx, conv, arg.Value)
+	case arg.Name == "conversation" && uri == requestsTemplate:
+		return c.conversations(ctx, arg.Value)
+	case arg.Name == "name" && uri == itemTemplate:
+		return c.items(ctx, arg.Value)
 	}
 	return &mcpgo.Completion{Values: []string{}}, nil
 }
@@ -108,6 +112,19 @@ func (c completer) turns(ctx context.Context, conv, prefix string) (*mcpgo.Compl
 				cands[i] = usage{"t" + strconv.Itoa(i+1), i + 1} // the latest ranks first
 			}
 		}
+	}
+	return rank(cands, prefix), nil
+}
+
+// items completes context item names, the lowest priority number first.
+func (c completer) items(ctx context.Context, prefix string) (*mcpgo.Completion, error) {
+	res, err := c.mem.ContextItems(ctx, "")
+	if err != nil {
+		return c.fail(err)
+	}
+	cands := make([]usage, len(res.Items))
+	for i, it := range res.Items {
+		cands[i] = usage{it.Name, 1000 - it.Priority}
 	}
 	return rank(cands, prefix), nil
 }

@@ -209,3 +209,30 @@ func (f *fakeMemory) Conversations(ctx context.Context) ([]memory.ConversationIn
 }
 
 var errDisk = errors.New("disk on fire: /secret/path")
+
+// CompactMessages keeps the system messages and the last two, with a
+// summary naming how many were replaced (the real one is tested end to end).
+func (f *fakeMemory) CompactMessages(ctx context.Context, req memory.ReplaceRequest) (memory.ReplaceResult, error) {
+	if f.failWith != nil {
+		return memory.ReplaceResult{}, f.failWith
+	}
+	keep := 2
+	if req.KeepLast != nil {
+		keep = *req.KeepLast
+	}
+	var sys, rest []memory.Message
+	for _, m := range req.Messages {
+		if m.Role == "system" {
+			sys = append(sys, m)
+		} else {
+			rest = append(rest, m)
+		}
+	}
+	cut := max(0, len(rest)-keep)
+	summary := fmt.Sprintf("%d messages replaced", cut)
+	content, _ := json.Marshal(summary)
+	out := append(sys, memory.Message{Role: "system", Content: content, ID: memory.SummaryIDPrefix + "fake"})
+	out = append(out, rest[cut:]...)
+	return memory.ReplaceResult{Replacement: memory.Replacement{ConversationID: conv(req.ConversationID), Compacted: cut > 0, Replaced: cut, Kept: len(out) - 1},
+		Messages: out, Summary: summary}, nil
+}

@@ -44,7 +44,7 @@ func bearerAuth(next http.Handler, token string, log *slog.Logger) http.Handler 
 		if !ok {
 			log.Warn("request refused: missing or wrong bearer token", "path", r.URL.Path, "remote", r.RemoteAddr)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="vc-mcp"`)
-			http.Error(w, "unauthorized: send Authorization: Bearer <token> (the token in the server's --auth-token-file)", http.StatusUnauthorized)
+			httpError(w, r, "unauthorized: send Authorization: Bearer <token> (the token in the server's --auth-token-file)", http.StatusUnauthorized)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -76,7 +76,7 @@ func bodyLimit(next http.Handler, max int64, log *slog.Logger) http.Handler {
 		tooLarge := func() {
 			log.Warn("request refused: body too large", "path", r.URL.Path, "limit", max)
 			w.Header().Set("Connection", "close")
-			http.Error(w, fmt.Sprintf("request body too large: the limit is %d bytes (max_body_bytes); send fewer or smaller messages per call", max), http.StatusRequestEntityTooLarge)
+			httpError(w, r, fmt.Sprintf("request body too large: the limit is %d bytes (max_body_bytes); send fewer or smaller messages per call", max), http.StatusRequestEntityTooLarge)
 		}
 		if r.ContentLength > max {
 			tooLarge()
@@ -89,7 +89,7 @@ func bodyLimit(next http.Handler, max int64, log *slog.Logger) http.Handler {
 				tooLarge()
 				return
 			}
-			http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
+			httpError(w, r, "reading request body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/vc-mcp/vc-mcp/memory"
 )
 
 // Schemas are generated from the argument structs (descriptions come from
@@ -78,6 +80,16 @@ func scopeProp(s *jsonschema.Schema) {
 func compactInputSchema() json.RawMessage {
 	s := mustSchema[CompactArgs]()
 	conversationProp(s)
+	messages := prop(s, "messages")
+	single(messages, "array")
+	messages.Items = messageSchema()
+	messages.MinItems, messages.MaxItems = ptr(minMessages), ptr(maxMessages)
+	prop(s, "force").Default = rawJSON(false)
+	return marshalSchema(s)
+}
+
+// messageSchema is one message's schema (MessageArg, decorated).
+func messageSchema() *jsonschema.Schema {
 	msg := mustSchema[MessageArg]()
 	prop(msg, "role").Enum = []any{"user", "assistant", "system", "tool"}
 	content := prop(msg, "content")
@@ -106,11 +118,31 @@ func compactInputSchema() json.RawMessage {
 	// ignored, not refused.
 	msg.AdditionalProperties = nil
 	msg.PropertyOrder = nil
+	return msg
+}
+
+func compactMessagesInputSchema() json.RawMessage {
+	s := mustSchema[CompactMessagesArgs]()
+	conversationProp(s)
 	messages := prop(s, "messages")
 	single(messages, "array")
-	messages.Items = msg
+	messages.Items = messageSchema()
 	messages.MinItems, messages.MaxItems = ptr(minMessages), ptr(maxMessages)
-	prop(s, "force").Default = rawJSON(false)
+	k := prop(s, "keep_last")
+	single(k, "integer")
+	k.Minimum, k.Maximum = ptr(0.0), ptr(float64(memory.MaxKeepLast))
+	single(prop(s, "use_simple_prompt"), "boolean")
+	single(prop(s, "notify_user"), "boolean")
+	prop(s, "only_over_threshold").Default = rawJSON(false)
+	return marshalSchema(s)
+}
+
+func replaceOutputSchema() json.RawMessage {
+	s := mustSchema[ReplaceOutput]()
+	single(s, "object")
+	m := prop(s, "messages")
+	single(m, "array")
+	m.Items = messageSchema()
 	return marshalSchema(s)
 }
 

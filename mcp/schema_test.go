@@ -46,7 +46,7 @@ func TestToolSnapshots(t *testing.T) {
 }
 
 func TestToolAnnotationsExplicit(t *testing.T) {
-	readOnly := map[string]bool{"recall_context": true, "find_quote": true, "domain_status": true}
+	readOnly := map[string]bool{"recall_context": true, "find_quote": true, "domain_status": true, "list_context_items": true}
 	for _, st := range tools(newFakeMemory(), slog.New(slog.DiscardHandler)) {
 		a := st.Tool.Annotations
 		if a.ReadOnlyHint == nil || a.DestructiveHint == nil || a.IdempotentHint == nil || a.OpenWorldHint == nil {

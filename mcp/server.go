@@ -27,6 +27,8 @@ type Memory interface {
 	Turn(ctx context.Context, conversationID, turnID string) (memory.Turn, error)
 	Watch(ctx context.Context) <-chan memory.Change
 	DefaultConversation() string
+	// Context items and request records (items.go).
+	ItemsMemory
 }
 
 var _ Memory = (*memory.Store)(nil)
@@ -52,7 +54,8 @@ const Instructions = `vc-mcp is your long-term memory of this conversation and e
 2. After answering, call compact_context with the new exchange (the user's message and your answer; tool calls and results too if any). Resending older messages is harmless: duplicates are not stored twice.
 3. Keep using the same conversation_id for one chat or one project the user keeps coming back to; omit it to use the default memory space. Use recall_context with scope "all" when the user refers to another chat.
 4. Before you ever say you do not remember something, call find_quote with the words or names involved (and since/until or speaker if known). It searches every stored original turn.
-5. To read a whole topic, call expand_topic (depth "segments" for summaries, "full" for the original turns); call collapse_topic when you are done with it to free budget. domain_status lists the topics and what memory holds.`
+5. To read a whole topic, call expand_topic (depth "segments" for summaries, "full" for the original turns); call collapse_topic when you are done with it to free budget. domain_status lists the topics and what memory holds.
+6. recall_context's answer may start with context items: rules and references the user configured. Follow the rules. When the user asks to use or drop one in this conversation, call add_context_item or remove_context_item (list_context_items shows them).`
 
 // NewServer builds the MCP server over mem: six tools, the domains and turn
 // resources (subscribable), two prompts, and completions for the prompts'
@@ -101,6 +104,7 @@ func newServer(mem Memory, opts Options) (*mcpserver.MCPServer, *subscriptions) 
 	}
 	s.AddResourceTemplates(resourceTemplates(mem, log)...)
 	s.AddResourceTemplates(turnResourceTemplate(mem, log))
+	s.AddResourceTemplates(itemResourceTemplates(mem, log)...)
 	for _, p := range prompts(mem, log) {
 		s.AddPrompt(p.Prompt, p.Handler)
 	}

@@ -18,15 +18,22 @@ import (
 // tools returns every tool, each definition next to its handler, in the
 // order they are documented.
 func tools(mem Memory, log *slog.Logger) []mcpserver.ServerTool {
-	return []mcpserver.ServerTool{
+	out := []mcpserver.ServerTool{
 		compactContextTool(mem, log),
 		recallContextTool(mem, log),
 		expandTopicTool(mem, log),
 		collapseTopicTool(mem, log),
 		findQuoteTool(mem, log),
 		domainStatusTool(mem, log),
+		listContextItemsTool(mem, log),
+		addContextItemTool(mem, log),
+		removeContextItemTool(mem, log),
 		forgetTool(mem, log),
 	}
+	if rep, ok := mem.(Replacer); ok {
+		out = append(out, compactMessagesTool(rep, log))
+	}
+	return out
 }
 
 func compactContextTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
@@ -64,6 +71,7 @@ func compactContextTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
 func recallContextTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
 	tool := mcpgo.NewTool("recall_context",
 		mcpgo.WithDescription("Recall the past context relevant to a message; call it at the start of every turn with the user's message. Returns, within max_tokens, "+
+			"the conversation's context items (configured rules and references: those in its session context and those relevant to the message), then "+
 			"topic summaries and the exact past turns that answer the message (verbatim, with speaker and date). "+
 			"The first content block is that context as plain text; structuredContent says why each piece is there. Read-only: the message is not stored."),
 		rawInputSchema(recallInputSchema()),
@@ -72,6 +80,7 @@ func recallContextTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
 	)
 	return mcpserver.ServerTool{Tool: tool, Handler: handle(log, "recall_context", decodeRecall,
 		func(ctx context.Context, req memory.RecallRequest, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			req.Client = clientName(ctx)
 			res, err := mem.Recall(ctx, req)
 			if err != nil {
 				return nil, err
@@ -330,4 +339,13 @@ func day(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format("2006-01-02")
+}
+
+// clientName is the MCP client's clientInfo name ("" when unknown): with
+// context_hint_style auto, it picks the topics hint's form.
+func clientName(ctx context.Context) string {
+	if s, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithClientInfo); ok {
+		return s.GetClientInfo().Name
+	}
+	return ""
 }

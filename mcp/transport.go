@@ -70,6 +70,9 @@ type HTTPOptions struct {
 	SessionIdleTTL time.Duration
 	// MaxSessions caps live sessions (default DefaultMaxSessions; 503).
 	MaxSessions int
+	// API, when set, serves the REST API at /api/ (config, status,
+	// compact) behind the same token, body limit and Origin check.
+	API API
 }
 
 // HTTPHandler serves s over Streamable HTTP at /mcp (with an event store, so
@@ -117,6 +120,9 @@ func NewHTTPHandler(s *mcpserver.MCPServer, opts HTTPOptions) *HTTPHandler {
 	mux.Handle("/mcp", streamable)
 	mux.Handle("/sse", sse.SSEHandler())
 	mux.Handle("/message", sse.MessageHandler())
+	if opts.API != nil {
+		mux.Handle("/api/", newAPIHandler(opts.API, log))
+	}
 	var h http.Handler = sessionCap(mux, st, opts.MaxSessions, log)
 	h = bodyLimit(originCheck(h, opts.AllowedOrigins, log), opts.MaxBodyBytes, log)
 	if opts.AuthToken != "" {
@@ -140,7 +146,7 @@ func originCheck(next http.Handler, allowed []string, log *slog.Logger) http.Han
 		origin := r.Header.Get("Origin")
 		if origin != "" && !originAllowed(origin, allowed) {
 			log.Warn("request refused: origin not allowed", "origin", origin, "path", r.URL.Path)
-			http.Error(w, "origin not allowed: "+origin+" (start vc-mcp with --allow-origin to accept it)", http.StatusForbidden)
+			httpError(w, r, "origin not allowed: "+origin+" (start vc-mcp with --allow-origin to accept it)", http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -108,6 +108,10 @@ type Options struct {
 	ProtectedTurns int
 	// MaxMessageBytes limits one message's content (default 1 MiB).
 	MaxMessageBytes int
+	// Replacement configures summary replacement (CompactMessages).
+	Replacement ReplacementOptions
+	// HintStyle is the topics hint's form ("" = HintAuto).
+	HintStyle HintStyle
 	// SummaryConcurrency bounds how many summaries compaction asks for at
 	// once (default 4).
 	SummaryConcurrency int
@@ -126,8 +130,22 @@ type Options struct {
 	Embedder   Embedder
 	Tagger     Tagger
 	Summarizer Summarizer
+	// KeywordTagging configures the built-in keyword tagger used when
+	// Tagger is nil (nil = its defaults).
+	KeywordTagging *tagging.KeywordOptions
 	// Splitter, when set, splits tags that grow over-broad (see TagSplitter).
 	Splitter TagSplitter
+	// SplitMinTurns and SplitMaxShare say when a tag is over-broad: at
+	// least SplitMinTurns turns (default 40) and more than SplitMaxShare of
+	// the conversation's tagged turns (default 0.25).
+	SplitMinTurns int
+	SplitMaxShare float64
+	// MaxSplitsPerTurn bounds the tags offered to the Splitter after one
+	// compact_context call (default 1).
+	MaxSplitsPerTurn int
+	// ContextHintMaxTokens caps the topic hint at the end of an assembled
+	// context (the list of topics on record); 0 = whatever budget is left.
+	ContextHintMaxTokens int
 	// Ranking overrides the rank-fusion weights (nil = DefaultRanking).
 	Ranking *Ranking
 	// TagPriority orders topics in assemblies (higher first); nil = all equal.
@@ -144,6 +162,10 @@ type Options struct {
 	Scrubber Scrubber
 	// Usage reports a conversation's LLM usage for Status; nil = none.
 	Usage func(conversationID string) ([]LLMUsage, error)
+	// ContextItems is the catalogue of rules and references (seed 002,
+	// items.go); ContextSearch tunes how agent items are chosen.
+	ContextItems  []ContextItem
+	ContextSearch ContextSearch
 	// Logger receives operational logs (never conversation text above Debug).
 	Logger *slog.Logger
 	// Now returns the current time (tests); default time.Now.
@@ -223,6 +245,14 @@ type RecallRequest struct {
 	// MaxTokens bounds Text in cl100k tokens, headers included (default 2000).
 	MaxTokens int
 	Scope     Scope
+	// Exclude holds the texts of messages the caller already sends the
+	// model (the history a proxy forwards): stored turns with the same text
+	// are left out, so the budget goes to what the model does not have.
+	Exclude []string
+	// Client is the client's model name (the proxy's request model) or its
+	// MCP clientInfo name; with context_hint_style auto it picks the topics
+	// hint's form (HintStyleFor).
+	Client string
 }
 
 // RecallResult is the assembled context and why each piece is there.
@@ -242,6 +272,9 @@ type RecallResult struct {
 	Breakdown TokenBreakdown `json:"breakdown"`
 	// Signals lists which ranking signals took part ("tags", "bm25", "dense", "time", "speaker", "recency").
 	Signals []string `json:"signals"`
+	// Excluded counts the ranked turns left out because the caller
+	// already holds them (RecallRequest.Exclude).
+	Excluded int `json:"excluded,omitempty"`
 	// Included says why each item is in the context (request transparency).
 	Included []Inclusion `json:"included"`
 	// CatchingUp is set while the search index is behind the stored turns
@@ -250,6 +283,17 @@ type RecallResult struct {
 	// searchable (one conversation only).
 	CatchingUp     bool   `json:"catching_up,omitempty"`
 	IndexedThrough string `json:"indexed_through,omitempty"`
+	// ContextItems are the context items included (first, in assembly
+	// order) and those considered but left out, each with its reason;
+	// ItemSearch says how agent items were searched.
+	ContextItems []ItemDecision `json:"context_items"`
+	ItemSearch   ItemSearch     `json:"item_search"`
+	// RequestID names this recall's record in the conversation's request
+	// history (virtualcontext://conversations/{conversation}/requests).
+	RequestID string `json:"request_id,omitempty"`
+	// HintStyle is the topics hint's form for this client ("short" or
+	// "dashboard"), whether or not a hint fit in the budget.
+	HintStyle HintStyle `json:"hint_style,omitempty"`
 }
 
 // Include modes, after how an item enters a context: pinned ("always":
@@ -284,7 +328,9 @@ type TokenBreakdown struct {
 	Summaries int `json:"summaries"`
 	Headers   int `json:"headers"`
 	TopicHint int `json:"topic_hint"`
-	Budget    int `json:"budget"`
+	// ContextItems counts the context items' section (header included).
+	ContextItems int `json:"context_items"`
+	Budget       int `json:"budget"`
 }
 
 // Depth of a topic in the working set.

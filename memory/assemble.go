@@ -3,6 +3,7 @@ package memory
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
@@ -40,7 +41,7 @@ type summaryPick struct {
 // of the matched topics that have been compacted, then a hint naming the
 // topics on record. Broad queries put the topic overview first. The
 // conversations' read locks are held.
-func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q tagging.Query, budget int, multi bool) assembly {
+func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q tagging.Query, budget int, multi bool, style HintStyle) assembly {
 	var a assembly
 	const header = "# Recalled memory\n"
 	used := s.tok.Count(header) + 2 // slack for joins
@@ -94,7 +95,10 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 	}
 	hint := ""
 	if room := budget - used; room > 30 {
-		hint = s.topicHint(convs, room-4)
+		if m := s.opts.ContextHintMaxTokens; m > 0 {
+			room = min(room, m+4)
+		}
+		hint = s.topicHint(convs, hintInput{style: style, room: room - 4, budget: budget, used: used, multi: multi})
 		used += s.tok.Count(hint) + 1
 	}
 
@@ -302,14 +306,14 @@ func render(header string, rules, picks []pick, sums []summaryPick, hint string,
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func sessionKey(c *conv, t *turnMeta) string { return fmt.Sprintf("%s#%d", c.id, t.Session) }
+func sessionKey(c *conv, t *turnMeta) string { return c.id + "#" + strconv.Itoa(t.Session) }
 
 func sessionHeader(c *conv, t *turnMeta, multi bool) string {
 	date := t.When.Format("2 January 2006, 15:04")
 	if multi {
-		return fmt.Sprintf("### %s · session %d · %s", c.id, t.Session, date)
+		return "### " + c.id + " · session " + strconv.Itoa(t.Session) + " · " + date
 	}
-	return fmt.Sprintf("### session %d · %s", t.Session, date)
+	return "### session " + strconv.Itoa(t.Session) + " · " + date
 }
 
 func turnPrefix(t *turnMeta) string {
@@ -317,7 +321,7 @@ func turnPrefix(t *turnMeta) string {
 	if who == "" {
 		who = t.Role
 	}
-	return fmt.Sprintf("[%s] %s: ", turnID(t.Seq), who)
+	return "[" + turnID(t.Seq) + "] " + who + ": "
 }
 
 // oneLine keeps a turn on one logical line block: the content is verbatim,
@@ -423,67 +427,6 @@ func coverOrder(c *conv) []string {
 		}
 	}
 	return out
-}
-
-// topicHint names the biggest topics on record, so the model knows what it
-// can expand.
-func (s *Store) topicHint(convs []*conv, budget int) string {
-	type tc struct {
-		tag string
-		n   int
-	}
-	var all []tc
-	byTag := map[string]*conv{}
-	for _, c := range convs {
-		for tag, n := range c.vocab {
-			if tag != tagging.General && n > 1 {
-				all = append(all, tc{tag, n})
-				byTag[tag] = c
-			}
-		}
-	}
-	if len(all) == 0 {
-		return ""
-	}
-	prio := func(tag string) int {
-		if s.opts.TagPriority == nil {
-			return 0
-		}
-		return s.opts.TagPriority(tag)
-	}
-	sort.Slice(all, func(i, j int) bool {
-		if pi, pj := prio(all[i].tag), prio(all[j].tag); pi != pj {
-			return pi > pj
-		}
-		if all[i].n != all[j].n {
-			return all[i].n > all[j].n
-		}
-		return all[i].tag < all[j].tag
-	})
-	line := "## Topics on record (expand_topic to page one in)\n"
-	used := estimateTokens(line)
-	named := 0
-	for _, t := range all {
-		if named >= 40 {
-			break
-		}
-		if c := byTag[t.tag]; c != nil && c.spreadTag(t.tag) {
-			continue // a speaker's name, "chatting": not a topic
-		}
-		next := fmt.Sprintf("%s (%d)", t.tag, t.n)
-		if named > 0 {
-			next = ", " + next
-		}
-		// Estimated; the assembly is counted exactly at the end.
-		n := estimateTokens(next)
-		if used+n > budget {
-			break
-		}
-		used += n
-		line += next
-		named++
-	}
-	return line
 }
 
 // prefixTokens is an upper bound on the tokens of a turn line's prefix

@@ -293,20 +293,21 @@ func segmentSummaryTokens(full int) int {
 func (s *Store) planCompaction(c *conv, force bool) ([]segmentPlan, int, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	set := s.set.get()
 	window := float64(s.opts.ContextWindow)
-	soft := int(window * s.opts.SoftThreshold)
+	soft := int(window * set.SoftThreshold)
 	if !force && c.active < soft {
 		return nil, 0, nil
 	}
 	from := c.meta.CompactedThrough + 1
-	limit := len(c.turns) - s.opts.ProtectedTurns // last compactable seq
+	limit := len(c.turns) - set.ProtectedTurns // last compactable seq
 	if limit < from {
 		return nil, 0, nil
 	}
 	// One greedy batch: oldest first, until the active part is down to half
 	// the soft threshold (everything unprotected when forced or past hard).
 	target := soft / 2
-	if force || c.active >= int(window*s.opts.HardThreshold) {
+	if force || c.active >= int(window*set.HardThreshold) {
 		target = 0
 	}
 	active, through := c.active, from-1

@@ -52,6 +52,8 @@ const (
 	decSummaries = "summaries" // regenerated summaries (boundaries unchanged)
 	decSplit     = "split"     // a tag split: changed turn tags, aliases
 	decWorking   = "working"   // the working set after expand/collapse
+	decAliases   = "aliases"   // the conversation's aliases after a user added one
+	decItems     = "context"   // the conversation's context-item selection after a change
 	decForget    = "forget"    // a tombstone: turns forgotten or redacted, summaries remade
 )
 
@@ -74,6 +76,10 @@ type decision struct {
 	// decWorking: the whole working set after the change.
 	Working []WorkingEntry `json:"working,omitempty"`
 
+	// decAliases: every alias after the change.
+	Aliases map[string]string `json:"aliases,omitempty"`
+	// decItems: the whole selection after the change.
+	Items *itemSelection `json:"items,omitempty"`
 	// decForget (with Segments and TagSums: the summaries remade without
 	// the forgotten text).
 	Forget *forgetRec `json:"forget,omitempty"`
@@ -562,6 +568,10 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 				}
 			}
 			summariesChanged = true
+		case decAliases:
+			meta.Aliases = maps.Clone(d.Aliases)
+		case decItems:
+			meta.Items = d.Items.clone()
 		case decWorking:
 			c.working = make(map[string]WorkingEntry, len(d.Working))
 			for _, w := range d.Working {

@@ -30,7 +30,16 @@
 // Recall and FindQuote say they are catching up.
 //
 // Recall assembles, inside a strict cl100k token budget, the summaries and
-// exact past turns that matter for a message.
+// exact past turns that matter for a message, ending with a topics hint in
+// the form the client suits (HintStyleFor: a short list or a budget
+// dashboard).
+//
+// CompactMessages is summary-replacement mode for clients that keep their
+// own message list: it stores the messages, then returns the system
+// messages, one summary standing in for the older ones and the latest
+// ones. Settings (thresholds, protected turns, summary replacement, the
+// hint's form) can change while the store is open (UpdateSettings); the
+// changes are kept in runtime-settings.json in the data directory.
 //
 // # Master log format
 //
@@ -91,6 +100,14 @@
 // Failures of the data directory (disk full, permissions, a damaged vc.db)
 // are *StorageError values wrapping ErrStorage, whose message says what to
 // do and whether anything was stored.
+//
+// Context items (items.go): a catalogue of rules and references from
+// Options.ContextItems joins each recall inside its budget. A
+// conversation's additions and removals are decisions (kind "context");
+// vectors of the items' chunks are cached in cache/context-vectors/ (one
+// file per chunk and model, safe to delete); what each recall used is
+// appended to requests/<file>.jsonl (not fsync'd, the newest 200 kept;
+// a history for people, never read back into state).
 //
 // File names: a conversation id names its files with ':' and every
 // upper-case letter written %XX (upper-case hex): "Proj:Chat" is

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -426,6 +427,15 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 		s.kickReconciler()
 	}
 	c.adopt(n)
+	forgot := map[string]bool{}
+	for _, seq := range seqs {
+		if edits[seq] == nil {
+			forgot[turnID(seq)] = true
+		}
+	}
+	if err := s.scrubRequests(c.id, gone, forgot); err != nil {
+		s.log.Warn("removing forgotten turns from the request history failed", "conversation", c.id, "err", err)
+	}
 	s.purgeAtClose.Store(true)
 	go s.purgeIndex()
 	ch := Change{Kind: ChangeForgotten, ConversationID: c.id}
@@ -637,6 +647,13 @@ func scrubDecision(d *decision, edits map[int]*logRecord, sc scrubSet) {
 			d.Working = []WorkingEntry{} // still "the working set is empty"
 		}
 	}
+	if d.Kind == decAliases {
+		for k, v := range d.Aliases {
+			if gone[k] || gone[v] {
+				delete(d.Aliases, k)
+			}
+		}
+	}
 	if sp := d.Split; sp != nil {
 		for seq, list := range sp.Turns {
 			if _, ok := edits[seq]; ok {
@@ -783,4 +800,69 @@ func compactDB(path string) error {
 		return fmt.Errorf("compact %s: %w", path, err)
 	}
 	return syncDir(filepath.Dir(path))
+}
+
+// scrubRequests takes the gone topics and forgotten turns out of a
+// conversation's request history (requests/<id>.jsonl), rewriting it
+// atomically.
+func (s *Store) scrubRequests(id string, gone, forgot map[string]bool) error {
+	if len(gone) == 0 && len(forgot) == 0 {
+		return nil
+	}
+	l := s.requestLog(id)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	path := s.requestsPath(id)
+	recs, err := readRequests(path, false)
+	if err != nil || len(recs) == 0 {
+		return err
+	}
+	drop := func(list []string, out map[string]bool) []string {
+		kept := list[:0:0]
+		for _, v := range list {
+			if !out[v] {
+				kept = append(kept, v)
+			}
+		}
+		return kept
+	}
+	var b bytes.Buffer
+	for i := range recs {
+		m := &recs[i].Memory
+		m.MatchedTags = drop(m.MatchedTags, gone)
+		m.TurnIDs = drop(m.TurnIDs, forgot)
+		sums := m.Summaries[:0:0]
+		for _, r := range m.Summaries {
+			if gone[r.Tag] {
+				if r.Kind == "tag" {
+					continue
+				}
+				r.Tag = ""
+			}
+			sums = append(sums, r)
+		}
+		m.Summaries = sums
+		inc := m.Included[:0:0]
+		for _, r := range m.Included {
+			if forgot[r.ID] || gone[r.ID] {
+				continue
+			}
+			if gone[r.Tag] {
+				r.Tag = ""
+			}
+			inc = append(inc, r)
+		}
+		m.Included = inc
+		line, err := json.Marshal(recs[i])
+		if err != nil {
+			return fmt.Errorf("encode request record: %w", err)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if err := atomicWrite(path, b.Bytes()); err != nil {
+		return err
+	}
+	l.count = len(recs)
+	return nil
 }

@@ -125,9 +125,16 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 		s.log.Error("compaction failed", "conversation", id, "err", err)
 	}
 	res.SegmentsCompacted, res.TokensFreed, res.Compacted = cr.segments, cr.freed, cr.segments > 0
-	if err := s.maybeSplit(ctx, c); err != nil {
-		// Tags stay whole; the split is offered again later.
-		s.log.Warn("tag split failed", "conversation", id, "err", err)
+	for range s.opts.MaxSplitsPerTurn {
+		offered, err := s.maybeSplit(ctx, c)
+		if err != nil {
+			// Tags stay whole; the split is offered again later.
+			s.log.Warn("tag split failed", "conversation", id, "err", err)
+			break
+		}
+		if !offered {
+			break
+		}
 	}
 	c.mu.RLock()
 	res.ActiveTokens, res.TotalTurns = c.active, len(c.turns)
@@ -346,7 +353,7 @@ func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ran
 		m := turnMeta{
 			Seq: rec.Seq, Role: rec.Role, Name: rec.Name, When: when,
 			Start: ranges[i][0], End: ranges[i][1], Hash: rec.Hash, ID: rec.ID,
-			ToolUse: rec.ToolUse, ToolResult: rec.ToolResult, Forgotten: rec.Forgotten,
+			ToolUse: rec.ToolUse, ToolResult: rec.ToolResult, TextKey: textKey(rec.Content), Forgotten: rec.Forgotten,
 		}
 		if ranges[i][1] == 0 {
 			// A record lost before it was committed: a placeholder keeps

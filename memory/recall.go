@@ -1,9 +1,11 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -29,14 +31,46 @@ type candidate struct {
 }
 
 // Recall assembles the context that matters for a message, inside a strict
-// cl100k token budget (recall_context). It is read-only.
+// cl100k token budget (recall_context): the context items of the request
+// (items.go) first, then memory. It stores nothing of the message; what
+// the recall used is appended to the conversation's request history
+// (Requests).
 func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, error) {
 	ctx, end, err := s.begin(ctx, opRead)
 	if err != nil {
 		return RecallResult{}, err
 	}
 	defer end()
-	res := RecallResult{MatchedTags: []string{}, TurnIDs: []string{}, Summaries: []SummaryRef{}, Signals: []string{}, Included: []Inclusion{}}
+	res, err := s.recall(ctx, req)
+	if err != nil {
+		return res.RecallResult, err
+	}
+	// After the conversations' locks are released: a history for people.
+	rec := &RequestRecord{
+		At: s.now().UTC(), ConversationID: res.conv, Scope: req.Scope, MessageTokens: s.tok.Count(req.Message),
+		Budget: res.Breakdown.Budget, Tokens: res.Tokens, Items: res.ContextItems, Search: res.ItemSearch,
+		Memory: RequestMemory{MatchedTags: res.MatchedTags, TurnIDs: res.TurnIDs, Summaries: res.Summaries, Included: res.Included, Breakdown: res.Breakdown},
+	}
+	if rec.Scope == "" {
+		rec.Scope = ScopeConversation
+	}
+	if err := s.appendRequest(rec); err != nil {
+		s.log.Warn("recording the request context failed; the recall is unaffected", "conversation", res.conv, "err", err)
+	} else {
+		res.RequestID = rec.ID
+	}
+	return res.RecallResult, nil
+}
+
+// recallResult is a RecallResult with the conversation whose session
+// context it used.
+type recallResult struct {
+	RecallResult
+	conv string
+}
+
+func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, error) {
+	res := recallResult{RecallResult: RecallResult{MatchedTags: []string{}, TurnIDs: []string{}, Summaries: []SummaryRef{}, Signals: []string{}, Included: []Inclusion{}, ContextItems: []ItemDecision{}}}
 	msg := strings.TrimSpace(req.Message)
 	if msg == "" {
 		return res, fmt.Errorf("%w: message must not be empty", ErrInvalid)
@@ -55,13 +89,47 @@ func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, er
 	}
 	q := tagging.ClassifyQuery(msg, s.now())
 	res.Broad, res.Temporal = q.Broad, q.Temporal
-	if len(convs) == 0 {
-		res.Text = s.tok.Truncate("No memory is stored for this conversation yet.", budget)
-		res.Tokens = s.tok.Count(res.Text)
-		return res, nil
+	if res.conv, err = s.resolve(req.ConversationID); err != nil {
+		return res, err
 	}
 	// Embed the query before taking any lock: a model takes milliseconds.
-	qvec := s.queryVector(ctx, msg)
+	var qvec []float32
+	if len(convs) > 0 || s.items.hasAgentItems() {
+		qvec = s.queryVector(ctx, msg)
+	}
+	items, err := s.selectItems(ctx, res.conv, msg, qvec, int(float64(budget)*s.items.search.Share))
+	if err != nil {
+		return res, err
+	}
+	res.ContextItems, res.ItemSearch = items.decisions, items.search
+	total := budget
+	// join puts the items' section before memory's and keeps the whole
+	// within the budget.
+	join := func(mem string) {
+		text := mem
+		if items.text != "" {
+			text = items.text
+			if mem != "" {
+				text += "\n\n" + mem
+			}
+		}
+		if s.tok.Count(text) > total {
+			text = s.tok.Truncate(text, total)
+		}
+		res.Text, res.Tokens = text, s.tok.Count(text)
+		res.Breakdown.ContextItems = items.tokens
+	}
+	if items.tokens > 0 {
+		budget -= items.tokens + 2
+	}
+	if len(convs) == 0 || budget < minMemoryBudget {
+		mem := ""
+		if len(convs) == 0 && budget >= minMemoryBudget {
+			mem = s.tok.Truncate("No memory is stored for this conversation yet.", budget)
+		}
+		join(mem)
+		return res, nil
+	}
 	for _, c := range convs {
 		c.mu.RLock()
 		defer c.mu.RUnlock()
@@ -73,16 +141,43 @@ func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, er
 		return res, err
 	}
 	res.MatchedTags, res.Signals = matched, signals
+	ranked, res.Excluded = excludeHeld(ranked, req.Exclude)
 	note := ""
 	if res.CatchingUp, res.IndexedThrough = catchingUp(convs); res.CatchingUp {
 		note = "\n" + catchingUpNote(res.IndexedThrough)
 	}
-	a := s.assemble(convs, ranked, matched, q, budget-s.tok.Count(note), len(convs) > 1)
-	res.Text, res.Tokens = a.text+note, s.tok.Count(a.text+note)
+	res.HintStyle = HintStyleFor(s.set.get().HintStyle, req.Client)
+	a := s.assemble(convs, ranked, matched, q, budget-s.tok.Count(note), len(convs) > 1, res.HintStyle)
 	res.TurnIDs, res.Summaries, res.Breakdown, res.Included = a.turnIDs, a.summaries, a.breakdown, a.included
-	res.Breakdown.Budget = budget
+	res.Breakdown.Budget = total
+	join(a.text + note)
 	return res, nil
 }
+
+// excludeHeld drops the candidates whose text is one the caller holds.
+func excludeHeld(ranked []candidate, held []string) ([]candidate, int) {
+	if len(held) == 0 {
+		return ranked, 0
+	}
+	keys := make(map[string]bool, len(held))
+	for _, t := range held {
+		if strings.TrimSpace(t) != "" {
+			keys[textKey(t)] = true
+		}
+	}
+	out := ranked[:0:0]
+	for _, cd := range ranked {
+		if t := cd.c.turn(cd.seq); t != nil && t.TextKey != "" && keys[t.TextKey] {
+			continue
+		}
+		out = append(out, cd)
+	}
+	return out, len(ranked) - len(out)
+}
+
+// minMemoryBudget is the least budget worth assembling memory in once the
+// context items have taken their part.
+const minMemoryBudget = 24
 
 // anchorDates resolves the message's relative dates ("last week", "two
 // days ago", "in May") against the conversation's own time line when the
@@ -188,17 +283,31 @@ func (s *Store) scopeConvs(ctx context.Context, id string, scope Scope) ([]*conv
 }
 
 // sortKeys orders map keys by value, descending, ties by tie() descending.
+// Values and ties are read once per key, not once per comparison: with
+// thousands of scored turns the map lookups were most of recall's sort.
 func sortKeys[K comparable](m map[K]float64, tie func(K) int) []K {
-	out := make([]K, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+	type entry struct {
+		k K
+		v float64
+		t int
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if m[out[i]] != m[out[j]] {
-			return m[out[i]] > m[out[j]]
+	es := make([]entry, 0, len(m))
+	for k, v := range m {
+		es = append(es, entry{k, v, tie(k)})
+	}
+	slices.SortFunc(es, func(a, b entry) int {
+		if a.v != b.v {
+			if a.v > b.v {
+				return -1
+			}
+			return 1
 		}
-		return tie(out[i]) > tie(out[j])
+		return cmp.Compare(b.t, a.t)
 	})
+	out := make([]K, len(es))
+	for i := range es {
+		out[i] = es[i].k
+	}
 	return out
 }
 

@@ -10,9 +10,10 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// A tag is over-broad when it has at least splitMinTurns turns and more
-// than splitMaxShare of the conversation's tagged turns. It is offered to
-// the splitter again only once it has doubled since the last look.
+// By default a tag is over-broad when it has at least splitMinTurns turns
+// and more than splitMaxShare of the conversation's tagged turns
+// (Options.SplitMinTurns and SplitMaxShare). It is offered to the splitter
+// again only once it has doubled since the last look.
 const (
 	splitMinTurns = 40
 	splitMaxShare = 0.25
@@ -24,18 +25,19 @@ const (
 // assigns gain the new, narrower tag (they keep the parent: tags are only
 // ever added), the new tags join the vocabulary, and their aliases are
 // registered for later tagging. The splitter runs with no lock held.
-func (s *Store) maybeSplit(ctx context.Context, c *conv) error {
+// It reports whether a tag was offered.
+func (s *Store) maybeSplit(ctx context.Context, c *conv) (bool, error) {
 	if s.opts.Splitter == nil {
-		return nil
+		return false, nil
 	}
 	c.compactMu.Lock() // turn metas change: keep out of compaction's way
 	defer c.compactMu.Unlock()
 
 	c.mu.RLock()
-	req, seqs := c.splitCandidate()
+	req, seqs := c.splitCandidate(s.opts.SplitMinTurns, s.opts.SplitMaxShare)
 	if req.Tag == "" {
 		c.mu.RUnlock()
-		return nil
+		return false, nil
 	}
 	req.ConversationID = c.id
 	for _, seq := range seqs {
@@ -43,7 +45,7 @@ func (s *Store) maybeSplit(ctx context.Context, c *conv) error {
 		rec, err := c.log.read(t.Start, t.End)
 		if err != nil {
 			c.mu.RUnlock()
-			return err
+			return true, err
 		}
 		req.Samples = append(req.Samples, clip(rec.Content, 1200))
 	}
@@ -51,7 +53,7 @@ func (s *Store) maybeSplit(ctx context.Context, c *conv) error {
 
 	dec, err := s.opts.Splitter.SplitTag(ctx, req)
 	if err != nil {
-		return fmt.Errorf("split tag %q of %s: %w", req.Tag, c.id, err)
+		return true, fmt.Errorf("split tag %q of %s: %w", req.Tag, c.id, err)
 	}
 
 	c.mu.Lock()
@@ -94,7 +96,7 @@ func (s *Store) maybeSplit(ctx context.Context, c *conv) error {
 	}
 	sp := &splitRec{Tag: req.Tag, Count: req.Count, Turns: changed, Aliases: meta.Aliases}
 	if meta.DecisionsSize, err = s.recordDecision(c, decision{Kind: decSplit, Split: sp}); err != nil {
-		return err
+		return true, err
 	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		b, err := convBucket(tx, c.id)
@@ -112,7 +114,7 @@ func (s *Store) maybeSplit(ctx context.Context, c *conv) error {
 		return putMeta(tx, meta)
 	})
 	if err != nil {
-		return fmt.Errorf("commit split of %q in %s: %w", req.Tag, c.id, err)
+		return true, fmt.Errorf("commit split of %q in %s: %w", req.Tag, c.id, err)
 	}
 	c.meta = meta
 	s.notifySplit(c, req.Tag, changed) // before addTags: it names the tags the split adds
@@ -126,12 +128,12 @@ func (s *Store) maybeSplit(ctx context.Context, c *conv) error {
 		s.log.Warn("re-indexing split turns failed; the reconciler retries", "conversation", c.id, "turns", len(seqs), "err", err)
 	}
 	s.log.Info("split tag", "conversation", c.id, "tag", req.Tag, "subtags", len(valid), "turns", len(changed))
-	return nil
+	return true, nil
 }
 
 // splitCandidate picks the most over-broad tag not looked at since it last
 // doubled, with sample turns spread across its span. c.mu is held.
-func (c *conv) splitCandidate() (SplitRequest, []int) {
+func (c *conv) splitCandidate(minTurns int, maxShare float64) (SplitRequest, []int) {
 	total := 0
 	for _, t := range c.turns {
 		if !t.Empty {
@@ -140,7 +142,7 @@ func (c *conv) splitCandidate() (SplitRequest, []int) {
 	}
 	var best string
 	for tag, n := range c.vocab {
-		if tag == tagging.General || n < splitMinTurns || float64(n) <= splitMaxShare*float64(total) {
+		if tag == tagging.General || n < minTurns || float64(n) <= maxShare*float64(total) {
 			continue
 		}
 		if last := c.meta.SplitChecked[tag]; last > 0 && n < 2*last {

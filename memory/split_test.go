@@ -112,7 +112,7 @@ func TestTagPriorityOrdersTopics(t *testing.T) {
 	if i < 0 {
 		t.Fatalf("no topic hint:\n%s", r.Text)
 	}
-	first := strings.SplitN(r.Text[i:], "\n", 3)[1]
+	first := strings.TrimPrefix(strings.SplitN(r.Text[i:], "\n", 3)[1], "- ")
 	if !strings.HasPrefix(first, "rex") {
 		t.Fatalf("topic hint does not start with the prioritised tag: %q", first)
 	}

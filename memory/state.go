@@ -1,7 +1,9 @@
 package memory
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"github.com/vc-mcp/vc-mcp/index"
@@ -66,6 +68,8 @@ type convMeta struct {
 	// SummariesIndexed is the generation the full-text index holds.
 	SummaryGen       int `json:"summary_gen,omitempty"`
 	SummariesIndexed int `json:"summaries_indexed,omitempty"`
+	// Items is the conversation's context-item selection (itemselect.go).
+	Items *itemSelection `json:"items,omitempty"`
 }
 
 // turnMeta is the index entry for one turn of a master log.
@@ -97,6 +101,16 @@ type turnMeta struct {
 	// Forgotten marks a turn removed by Forget: an empty placeholder whose
 	// hash keeps the message from being stored again.
 	Forgotten bool `json:"f,omitempty"`
+	// TextKey identifies the turn's text alone (textKey), so a caller can
+	// say which turns it already holds (RecallRequest.Exclude).
+	TextKey string `json:"tk,omitempty"`
+}
+
+// textKey is a short hash of a message's text without surrounding white
+// space: 64 bits, enough to tell a conversation's turns apart.
+func textKey(text string) string {
+	sum := sha256.Sum256([]byte(strings.TrimSpace(text)))
+	return hex.EncodeToString(sum[:8])
 }
 
 func (t *turnMeta) primary() string {
@@ -313,6 +327,18 @@ func loadConv(tx *bolt.Tx, id string) (*conv, error) {
 	return c, nil
 }
 
+// appendFillPercent is how full bbolt fills a page before splitting it in
+// the buckets keyed by increasing sequence numbers.
+const appendFillPercent = 0.95
+
+func appendOnlyBucket(name []byte) bool {
+	switch string(name) {
+	case string(bucketTurns), string(bucketSegments), string(bucketVectors):
+		return true
+	}
+	return false
+}
+
 // convBucket returns (creating) the conversation's bucket and its sub-buckets.
 func convBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
 	b, err := tx.CreateBucketIfNotExists(convBucketName(id))
@@ -320,8 +346,15 @@ func convBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
 		return nil, fmt.Errorf("create bucket for %s: %w", id, err)
 	}
 	for _, name := range [][]byte{bucketTurns, bucketSegments, bucketTagSums, bucketWorking, bucketVectors} {
-		if _, err := b.CreateBucketIfNotExists(name); err != nil {
+		sb, err := b.CreateBucketIfNotExists(name)
+		if err != nil {
 			return nil, fmt.Errorf("create %s bucket for %s: %w", name, id, err)
+		}
+		if appendOnlyBucket(name) {
+			// Keys are sequence numbers written in order: split full pages
+			// near full instead of at half, or the file is half empty.
+			// The handle is cached for the rest of the transaction.
+			sb.FillPercent = appendFillPercent
 		}
 	}
 	return b, nil

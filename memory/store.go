@@ -75,6 +75,8 @@ type Store struct {
 	log    *slog.Logger
 	now    func() time.Time
 
+	set *settingsBox // settings that change at run time (settings.go)
+
 	prefixCache sync.Map // speaker -> tokens of a turn line's speaker prefix (few speakers)
 
 	// mu guards convs, lru, ops and closing (see the lock order above).
@@ -103,6 +105,12 @@ type Store struct {
 	kick      chan struct{}
 	embedDone chan struct{}
 	stopEmbed context.CancelFunc
+
+	// Context items (items.go): the catalogue, its cached chunk vectors
+	// and each conversation's request history (conversation id -> *requestLog).
+	items    *catalogue
+	itemVecs itemVectors
+	reqs     sync.Map
 }
 
 // holder identifies the process that holds a data directory.
@@ -134,6 +142,21 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxMessageBytes <= 0 {
 		o.MaxMessageBytes = 1 << 20
+	}
+	if o.SplitMinTurns <= 0 {
+		o.SplitMinTurns = splitMinTurns
+	}
+	if o.SplitMaxShare <= 0 || o.SplitMaxShare >= 1 {
+		o.SplitMaxShare = splitMaxShare
+	}
+	if o.MaxSplitsPerTurn <= 0 {
+		o.MaxSplitsPerTurn = 1
+	}
+	if o.Replacement.KeepLast <= 0 {
+		o.Replacement.KeepLast = DefaultKeepLast
+	}
+	if o.HintStyle == "" {
+		o.HintStyle = HintAuto
 	}
 	if o.SummaryConcurrency <= 0 {
 		o.SummaryConcurrency = 4
@@ -171,6 +194,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
 	tok := cl100k()
+	cat, err := newCatalogue(opts.ContextItems, opts.ContextSearch, tok.Count)
+	if err != nil {
+		return nil, fmt.Errorf("context items: %w", err)
+	}
 	dbPath := filepath.Join(opts.Dir, dbFile)
 	db, err := bolt.Open(dbPath, 0o600, &bolt.Options{Timeout: opts.LockTimeout, NoSync: opts.noSync})
 	if err != nil {
@@ -182,8 +209,18 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s := &Store{opts: opts, db: db, tok: tok, tagger: opts.Tagger, sum: opts.Summarizer,
 		log: opts.Logger, now: opts.Now, convs: map[string]*convEntry{}, lru: list.New()}
 	s.idle = sync.NewCond(&s.mu)
+	s.items = cat
+	s.itemVecs = itemVectors{dir: filepath.Join(opts.Dir, filepath.FromSlash(itemVectorsDir)), mem: map[string][]float32{}}
+	s.set = newSettingsBox(opts.Dir, opts.settings())
+	if err := s.set.base.Validate(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("settings: %w", err)
+	}
+	if err := s.set.load(); err != nil {
+		s.log.Warn("run-time settings not applied", "err", err)
+	}
 	if s.tagger == nil {
-		s.tagger = tagging.NewKeyword(nil)
+		s.tagger = tagging.NewKeyword(opts.KeywordTagging)
 	}
 	if s.sum == nil {
 		s.sum = summarize.NewExtractive(&summarize.ExtractiveOptions{Count: tok.Count})

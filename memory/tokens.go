@@ -2,7 +2,9 @@ package memory
 
 import (
 	"log/slog"
+	"path"
 	"sync"
+	"unicode/utf8"
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
@@ -14,7 +16,23 @@ import (
 // opens and only the first count waits for it: the MCP handshake does not.
 type counter struct {
 	ready chan struct{}
-	enc   *tiktoken.Tiktoken
+	enc   *tiktoken.Tiktoken // decoding, and text that is not valid UTF-8
+	bpe   *bpe               // everything else (cl100k.go)
+}
+
+// capturingLoader hands tiktoken-go the offline ranks and keeps them, so
+// the hand-written encoder shares the one table.
+type capturingLoader struct {
+	inner tiktoken.BpeLoader
+	ranks map[string]int
+}
+
+func (l *capturingLoader) LoadTiktokenBpe(file string) (map[string]int, error) {
+	ranks, err := l.inner.LoadTiktokenBpe(file)
+	if err == nil && path.Base(file) == "cl100k_base.tiktoken" {
+		l.ranks = ranks
+	}
+	return ranks, err
 }
 
 var (
@@ -30,7 +48,8 @@ func cl100k() *counter {
 
 func (c *counter) load() {
 	defer close(c.ready)
-	tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader())
+	loader := &capturingLoader{inner: tiktokenloader.NewOfflineLoader()}
+	tiktoken.SetBpeLoader(loader)
 	enc, err := tiktoken.GetEncoding("cl100k_base")
 	if err != nil {
 		// Cannot happen with the embedded tables; if it does, counts fall
@@ -39,6 +58,17 @@ func (c *counter) load() {
 		return
 	}
 	c.enc = enc
+	if loader.ranks != nil {
+		c.bpe = &bpe{ranks: loader.ranks}
+	}
+}
+
+// encode returns the cl100k tokens of s (c is ready and loaded).
+func (c *counter) encode(s string) []int {
+	if c.bpe == nil || !utf8.ValidString(s) {
+		return c.enc.EncodeOrdinary(s)
+	}
+	return c.bpe.encode(s)
 }
 
 // Count returns the number of cl100k tokens in s.
@@ -50,7 +80,10 @@ func (c *counter) Count(s string) int {
 	if c.enc == nil {
 		return len(s)
 	}
-	return len(c.enc.EncodeOrdinary(s))
+	if c.bpe == nil || !utf8.ValidString(s) {
+		return len(c.enc.EncodeOrdinary(s))
+	}
+	return c.bpe.count(s)
 }
 
 // Truncate returns the longest prefix of s (cut at a token boundary) that
@@ -63,7 +96,7 @@ func (c *counter) Truncate(s string, n int) string {
 	if c.enc == nil {
 		return clip(s, n)
 	}
-	toks := c.enc.EncodeOrdinary(s)
+	toks := c.encode(s)
 	if len(toks) <= n {
 		return s
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,4 +78,47 @@ func parseTurnID(id string) (int, error) {
 		return 0, fmt.Errorf("%w: turn id %q is not of the form t<number> (e.g. t12)", ErrInvalid, id)
 	}
 	return n, nil
+}
+
+// TagsOfTexts returns, for each text that is the text of a stored turn of
+// the conversation (surrounding white space aside), that turn's tags (the
+// latest such turn). A caller that holds messages but not what memory made
+// of them, such as a proxy after a restart, learns their topics this way.
+// Texts not stored are absent from the answer.
+func (s *Store) TagsOfTexts(ctx context.Context, conversationID string, texts []string) (map[string][]string, error) {
+	ctx, end, err := s.begin(ctx, opRead)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	conv, err := s.resolve(conversationID)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.conversation(ctx, conv, false)
+	if err != nil {
+		return nil, err
+	}
+	want := make(map[string][]string, len(texts)) // text key -> texts asked
+	for _, t := range texts {
+		if strings.TrimSpace(t) != "" {
+			k := textKey(t)
+			want[k] = append(want[k], t)
+		}
+	}
+	out := make(map[string][]string, len(texts))
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for i := len(c.turns) - 1; i >= 0 && len(want) > 0; i-- {
+		t := &c.turns[i]
+		asked, ok := want[t.TextKey]
+		if !ok || t.TextKey == "" {
+			continue
+		}
+		for _, text := range asked {
+			out[text] = nonNil(slices.Clone(t.Tags))
+		}
+		delete(want, t.TextKey)
+	}
+	return out, nil
 }

@@ -4,8 +4,10 @@
 // There is one template per job: tagging a turn (Tag), summarising a segment
 // of turns (Segment), rolling a tag's segment summaries up into one summary
 // and a short description (Rollup), splitting an over-broad tag into compound
-// sub-tags (Split), and summarising one long turn so that the flow from the
-// previous message to the next survives (TurnSummary).
+// sub-tags (Split), summarising one long turn so that the flow from the
+// previous message to the next survives (TurnSummary), and writing the note
+// that replaces the earlier part of a conversation in summary-replacement
+// mode (Replace).
 //
 // Every template answers in a JSON shape the memory/llm package parses and
 // validates, and every template comes in two modes: Detailed (the default,

@@ -42,6 +42,7 @@ const (
 	RollupVersion  = "rollup/v1"
 	SplitVersion   = "split/v1"
 	TurnVersion    = "turn/v1"
+	ReplaceVersion = "replace/v1"
 )
 
 // Prompt is a rendered prompt: a system message and one user message.
@@ -149,12 +150,29 @@ type TurnData struct {
 	Instructions string
 }
 
+// ReplaceData renders the summary that replaces the earlier part of a
+// conversation (summary-replacement mode, seed 001): the messages it stands
+// in for, and the note an earlier replacement left, if any.
+type ReplaceData struct {
+	Mode     Mode
+	Messages []Turn
+	// Previous is the note of an earlier replacement found among the
+	// messages being replaced ("" for none); the new note folds it in.
+	Previous string
+	// MaxWords bounds the note (default 400).
+	MaxWords int
+	// Instructions, when set, replace the default guidance (the
+	// summary_prompt or simple_prompt setting). The output contract stays.
+	Instructions string
+}
+
 // Detailed reports whether the full guidance is wanted. Templates call it.
 func (d TagData) Detailed() bool     { return d.Mode != Simple }
 func (d SegmentData) Detailed() bool { return d.Mode != Simple }
 func (d RollupData) Detailed() bool  { return d.Mode != Simple }
 func (d SplitData) Detailed() bool   { return d.Mode != Simple }
 func (d TurnData) Detailed() bool    { return d.Mode != Simple }
+func (d ReplaceData) Detailed() bool { return d.Mode != Simple }
 
 //go:embed templates/*.tmpl
 var files embed.FS
@@ -181,7 +199,7 @@ var funcs = template.FuncMap{
 // file defines "system" and "user".
 var parsed = sync.OnceValues(func() (map[string]*template.Template, error) {
 	out := make(map[string]*template.Template)
-	for _, name := range []string{"tag", "segment", "rollup", "split", "turn"} {
+	for _, name := range []string{"tag", "segment", "rollup", "split", "turn", "replace"} {
 		t, err := template.New(name).Funcs(funcs).Option("missingkey=error").ParseFS(files, "templates/"+name+".tmpl")
 		if err != nil {
 			return nil, fmt.Errorf("parse template %s: %w", name, err)
@@ -298,4 +316,16 @@ func TurnSummary(d TurnData) (Prompt, error) {
 		d.MaxWords = 120
 	}
 	return render("turn", TurnVersion, d.Mode, d)
+}
+
+// Replace renders the prompt for the note that replaces the earlier part
+// of a conversation.
+func Replace(d ReplaceData) (Prompt, error) {
+	if len(d.Messages) == 0 && strings.TrimSpace(d.Previous) == "" {
+		return Prompt{}, fmt.Errorf("replace prompt: no messages: %w", ErrInvalid)
+	}
+	if d.MaxWords <= 0 {
+		d.MaxWords = 400
+	}
+	return render("replace", ReplaceVersion, d.Mode, d)
 }

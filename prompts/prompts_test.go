@@ -71,6 +71,19 @@ func TestGolden(t *testing.T) {
 			return TurnSummary(TurnData{Mode: m, Role: "assistant", Text: "Here is a long explanation of three hosting options: A at $5/month, B at $12/month, and C self-hosted.", NextRole: "user", Next: "Let's take the second one.", MaxWords: 40})
 		}},
 	}
+	cases = append(cases, []struct {
+		name    string
+		version string
+		render  render
+	}{
+		{"replace", ReplaceVersion, func(m Mode) (Prompt, error) {
+			return Replace(ReplaceData{Mode: m, Messages: segmentTurns(), MaxWords: 120})
+		}},
+		{"replace-previous-custom", ReplaceVersion, func(m Mode) (Prompt, error) {
+			return Replace(ReplaceData{Mode: m, Messages: segmentTurns()[1:], Previous: "Caroline adopted Biscuit on 28 February for $150.",
+				Instructions: "Summarise as a bullet list of facts."})
+		}},
+	}...)
 	for _, tc := range cases {
 		for _, mode := range []Mode{Detailed, Simple} {
 			t.Run(tc.name+"/"+string(mode), func(t *testing.T) {
@@ -127,6 +140,7 @@ func TestInvalid(t *testing.T) {
 		{"rollup no tag", func() error { _, err := Rollup(RollupData{Segments: []string{"s"}}); return err }},
 		{"split no samples", func() error { _, err := Split(SplitData{Tag: "x"}); return err }},
 		{"turn empty", func() error { _, err := TurnSummary(TurnData{}); return err }},
+		{"replace nothing", func() error { _, err := Replace(ReplaceData{}); return err }},
 		{"bad mode", func() error { _, err := Tag(TagData{Text: "x", Mode: "fancy"}); return err }},
 	}
 	for _, tc := range cases {

@@ -41,8 +41,11 @@ type Record struct {
 	Injected       string                `json:"injected,omitempty"`
 	Breakdown      memory.TokenBreakdown `json:"breakdown"`
 	Included       []memory.Inclusion    `json:"included,omitempty"`
-	Messages       []MessageInfo         `json:"messages"`
-	Window         int                   `json:"window"`
+	// RecallExcluded counts the recalled turns left out because the
+	// client's own history already carries them.
+	RecallExcluded int           `json:"recall_excluded,omitempty"`
+	Messages       []MessageInfo `json:"messages"`
+	Window         int           `json:"window"`
 	// PrepareMS is the time before the request went upstream, OverheadMS
 	// all the proxy's own time, UpstreamMS the upstream's.
 	PrepareMS  float64        `json:"prepare_ms"`

@@ -14,6 +14,7 @@ type Memory interface {
 	FindQuote(ctx context.Context, req memory.FindQuoteRequest) (memory.FindQuoteResult, error)
 	Expand(ctx context.Context, req memory.ExpandRequest) (memory.ExpandResult, error)
 	Collapse(ctx context.Context, req memory.CollapseRequest) (memory.CollapseResult, error)
+	TagsOfTexts(ctx context.Context, conversationID string, texts []string) (map[string][]string, error)
 }
 
 var _ Memory = (*memory.Store)(nil)

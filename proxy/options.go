@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/vc-mcp/vc-mcp/memory/modelctx"
 )
 
 // Format is an upstream API's wire format.
@@ -154,51 +156,9 @@ func (o *Options) setDefaults() error {
 	return nil
 }
 
-// contextWindows is the built-in table of model context windows, in
-// tokens, keyed by model name prefix; the longest matching prefix wins.
-var contextWindows = map[string]int{
-	"claude-":         200_000,
-	"claude-sonnet-4": 1_000_000,
-	"gpt-3.5-turbo":   16_385,
-	"gpt-4":           8_192,
-	"gpt-4-turbo":     128_000,
-	"gpt-4o":          128_000,
-	"gpt-4.1":         1_047_576,
-	"gpt-5":           400_000,
-	"o1":              200_000,
-	"o3":              200_000,
-	"o4":              200_000,
-	"gemini-1.5-pro":  2_097_152,
-	"gemini-1.5":      1_048_576,
-	"gemini-2":        1_048_576,
-	"gemini-3":        1_048_576,
-}
-
-// defaultWindow is used for models the table does not know.
-const defaultWindow = 128_000
-
 // ContextWindow returns a model's window: an override if one matches
-// (longest prefix), else the built-in table's longest prefix, else 128k.
+// (model name, prefix or glob; the most specific wins), else the built-in
+// table of memory/modelctx, else 128k.
 func ContextWindow(model string, overrides map[string]int) int {
-	model = strings.ToLower(strings.TrimPrefix(model, "models/"))
-	if i := strings.LastIndexByte(model, '/'); i >= 0 {
-		model = model[i+1:]
-	}
-	if n, ok := longestPrefix(model, overrides); ok {
-		return n
-	}
-	if n, ok := longestPrefix(model, contextWindows); ok {
-		return n
-	}
-	return defaultWindow
-}
-
-func longestPrefix(model string, table map[string]int) (int, bool) {
-	best, n := -1, 0
-	for k, v := range table {
-		if v > 0 && strings.HasPrefix(model, strings.ToLower(k)) && len(k) > best {
-			best, n = len(k), v
-		}
-	}
-	return n, best >= 0
+	return modelctx.New(overrides).Window(strings.TrimPrefix(model, "models/"))
 }

@@ -68,6 +68,61 @@ func TestPagingRound(t *testing.T) {
 			if strings.Contains(string(out), "vc_find_quote") {
 				t.Fatalf("the client saw the paging call: %s", out)
 			}
+			// The client pays for both rounds: its usage is their sum (the
+			// canned answers each report 10 in, 5 out; OpenAI's canned
+			// stream reports no usage).
+			switch {
+			case !tc.stream:
+				var v struct{ Usage map[string]int }
+				if err := json.Unmarshal(out, &v); err != nil {
+					t.Fatal(err)
+				}
+				want := map[string]int{"input_tokens": 20, "output_tokens": 10}
+				if tc.format == proxy.FormatOpenAI {
+					want = map[string]int{"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30}
+				}
+				for k, n := range want {
+					if v.Usage[k] != n {
+						t.Errorf("usage %s = %d, want %d (both rounds): %v", k, v.Usage[k], n, v.Usage)
+					}
+				}
+			case tc.format == proxy.FormatAnthropic:
+				var in, outTok int
+				for _, ev := range splitEvents(out) {
+					var v struct {
+						Type    string
+						Message struct {
+							Usage struct {
+								InputTokens int `json:"input_tokens"`
+							}
+						}
+						Usage struct {
+							InputTokens  *int `json:"input_tokens"`
+							OutputTokens int  `json:"output_tokens"`
+						}
+					}
+					at := bytes.Index(ev, []byte("data:"))
+					if at < 0 {
+						continue
+					}
+					data, _ := bytes.CutPrefix(bytes.TrimSpace(ev[at:]), []byte("data:"))
+					if json.Unmarshal(bytes.TrimSpace(data), &v) != nil {
+						continue
+					}
+					switch v.Type {
+					case "message_start":
+						in = v.Message.Usage.InputTokens
+					case "message_delta": // the SDKs take its fields as final
+						outTok = v.Usage.OutputTokens
+						if v.Usage.InputTokens != nil {
+							in = *v.Usage.InputTokens
+						}
+					}
+				}
+				if in != 20 || outTok != 10 {
+					t.Errorf("streamed usage: input %d, output %d; want 20 and 10 (both rounds)", in, outTok)
+				}
+			}
 			if tc.stream && tc.format == proxy.FormatAnthropic {
 				// One message: one message_start, one message_stop, indexes in order.
 				if n := strings.Count(string(out), "event: message_start"); n != 1 {

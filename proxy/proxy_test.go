@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/vc-mcp/vc-mcp/proxy"
+	"github.com/vc-mcp/vc-mcp/proxy/proxytest"
 )
 
 var markerRE = regexp.MustCompile(`<!-- vc:session=([A-Za-z0-9._:-]+) -->`)
@@ -196,9 +199,11 @@ func TestRoundTrip(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%t", format, stream), func(t *testing.T) {
 				replies := []string{"Noted: the boat is called Marigold.", "Sourdough needs a 12 hour rise.", "Your boat is Marigold."}
+				// One protected turn: at turn 3 the first exchange is not
+				// forwarded for certain, so recall brings it.
 				h := newHarness(t, func(n int, s seen) (string, []byte) {
 					return textAnswer(format, stream, replies[n%len(replies)])
-				}, nil)
+				}, func(o *proxy.Options) { o.ProtectedTurns = 1 })
 				texts := []string{"My sailing boat is called Marigold, remember that."}
 				for turn := 0; turn < 3; turn++ {
 					path, body := chat(format, stream, texts...)
@@ -233,6 +238,99 @@ func TestRoundTrip(t *testing.T) {
 					t.Fatalf("turn 1: nothing to recall yet, but injected: %s", sys)
 				}
 			})
+		}
+	}
+}
+
+// TestRecallSkipsForwardedTurns: a turn the proxy forwards anyway (a
+// protected recent one) is not injected again as recalled context.
+func TestRecallSkipsForwardedTurns(t *testing.T) {
+	replies := []string{"Noted: the boat is called Marigold.", "Noted: the mooring is at Pier 39.", "Marigold, at Pier 39."}
+	h := newHarness(t, func(n int, s seen) (string, []byte) {
+		return textAnswer(proxy.FormatOpenAI, false, replies[n%len(replies)])
+	}, nil) // two protected turns: the whole history below is forwarded
+	texts := []string{"My sailing boat is called Marigold, remember that."}
+	next := []string{"The boat Marigold is moored at Pier 39.", "Where is my boat Marigold moored?"}
+	for turn := 0; turn < 3; turn++ {
+		path, body := chat(proxy.FormatOpenAI, false, texts...)
+		if status, out := h.post(t, path, body, nil); status != 200 {
+			t.Fatalf("turn %d: status %d: %s", turn, status, out)
+		} else if turn < 2 {
+			texts = append(texts, answerText(t, proxy.FormatOpenAI, false, out), next[turn])
+		}
+		h.drain(t)
+	}
+	last := h.up.Last(t).Body
+	if !bytes.Contains(last, []byte("moored at Pier 39")) {
+		t.Fatalf("the protected turn was not forwarded: %s", last)
+	}
+	if sys := systemText(t, proxy.FormatOpenAI, last); strings.Contains(sys, "Pier 39") {
+		t.Fatalf("a forwarded turn was injected again as recalled context: %s", sys)
+	}
+	var r proxy.Record
+	for _, rec := range h.proxy.Journal().Snapshot().Records {
+		if rec.ID > r.ID {
+			r = rec
+		}
+	}
+	if r.RecallExcluded == 0 {
+		t.Fatalf("the last record counts no recalled turn left out: %+v", r)
+	}
+}
+
+// TestTopicsSurviveRestart: a proxy that restarts learns the topics of the
+// history's turns from memory, so it still drops the off-topic ones.
+func TestTopicsSurviveRestart(t *testing.T) {
+	replies := []string{"Noted: your sailing boat is Marigold.", "Use strong bread flour for sourdough.", "Stake the tomato plants early.", "Your sailing boat is Marigold."}
+	answer := func(n int, s seen) (string, []byte) {
+		return textAnswer(proxy.FormatOpenAI, false, replies[n%len(replies)])
+	}
+	h := newHarness(t, answer, func(o *proxy.Options) { o.ProtectedTurns = 1 })
+	texts := []string{"My sailing boat is called Marigold."}
+	next := []string{"Sourdough bread needs a long rise; which flour should I buy?", "The tomato plants in the garden keep falling over.", "What is my sailing boat called?"}
+	for turn := 0; turn < 3; turn++ {
+		path, body := chat(proxy.FormatOpenAI, false, texts...)
+		status, out := h.post(t, path, body, nil)
+		if status != 200 {
+			t.Fatalf("turn %d: status %d: %s", turn, status, out)
+		}
+		texts = append(texts, answerText(t, proxy.FormatOpenAI, false, out), next[turn])
+		h.drain(t)
+	}
+
+	// A new proxy over the same memory: nothing of the session in its own
+	// state.
+	up := proxytest.NewUpstream(t, answer)
+	p2, err := proxy.New(proxy.Options{Upstream: up.URL, Memory: h.store, ProtectedTurns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: p2}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	h2 := &harness{store: h.store, proxy: p2, up: up, url: "http://" + l.Addr().String()}
+	path, body := chat(proxy.FormatOpenAI, false, texts...)
+	if status, out := h2.post(t, path, body, nil); status != 200 {
+		t.Fatalf("after restart: status %d: %s", status, out)
+	}
+	h2.drain(t)
+	got := up.Last(t).Body
+	if !bytes.Contains(got, []byte("Marigold")) {
+		t.Fatalf("the on-topic turn is missing upstream: %s", got)
+	}
+	var fwd struct {
+		Messages []struct{ Role, Content string }
+	}
+	if err := json.Unmarshal(got, &fwd); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range fwd.Messages {
+		if m.Role == "user" && strings.HasPrefix(m.Content, "Sourdough bread") {
+			t.Fatalf("after a restart the off-topic turn was forwarded (its topics unknown): %s", got)
 		}
 	}
 }

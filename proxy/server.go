@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -294,19 +295,35 @@ func (s *Server) prepare(ctx context.Context, d dialect, path string, body []byt
 	}
 	inject := ""
 	if !p.first && strings.TrimSpace(query) != "" {
-		res, err := s.opts.Memory.Recall(ctx, memory.RecallRequest{ConversationID: sessionID, Message: query, MaxTokens: s.opts.RecallTokens})
+		// The messages forwarded whatever the filter decides (the system
+		// prompt, the protected recent turns; everything when the filter
+		// is off) reach the model anyway: recall spends its budget on what
+		// the model would not see. Older history may still be filtered out,
+		// so recall may bring it back.
+		from := 0
+		if !s.opts.NoFilter {
+			from = us[max(0, len(us)-1-s.opts.ProtectedTurns)].start
+		}
+		held := make([]string, 0, len(p.all))
+		for i, m := range p.all {
+			if i < us[0].start || i >= from {
+				held = append(held, m.text)
+			}
+		}
+		res, err := s.opts.Memory.Recall(ctx, memory.RecallRequest{ConversationID: sessionID, Message: query, MaxTokens: s.opts.RecallTokens, Exclude: held, Client: p.model})
 		switch {
 		case errors.Is(err, memory.ErrNotFound):
 		case err != nil:
 			return nil, fmt.Errorf("recall: %w", err)
 		default:
 			rec.InboundTags, rec.Broad, rec.Temporal = res.MatchedTags, res.Broad, res.Temporal
-			rec.Breakdown, rec.Included = res.Breakdown, res.Included
+			rec.Breakdown, rec.Included, rec.RecallExcluded = res.Breakdown, res.Included, res.Excluded
 			if strings.TrimSpace(res.Text) != "" {
 				inject = res.Text
 				rec.InjectedTokens = res.Tokens
 			}
 			if !s.opts.NoFilter && !res.Broad && !res.Temporal {
+				s.learnTags(ctx, p.sess, p.all, us)
 				keep = filter(filterInput{msgs: p.all, units: us, protected: s.opts.ProtectedTurns, inbound: res.MatchedTags, tagsOf: s.tagsOf(p.sess)})
 			}
 		}
@@ -417,6 +434,52 @@ func (s *Server) tagsOf(ss *session) func([16]byte) ([]string, bool) {
 	}
 }
 
+// learnTags asks memory for the topics of history turns this process did
+// not store itself (it restarted, or another process stored them), so the
+// filter can drop the off-topic ones instead of keeping every turn whose
+// tags it does not know.
+func (s *Server) learnTags(ctx context.Context, ss *session, all []message, us []unit) {
+	known := s.tagsOf(ss)
+	var missing []unit
+	var texts []string
+	for _, u := range us[:len(us)-1] {
+		if _, ok := known(u.key); ok {
+			continue
+		}
+		missing = append(missing, u)
+		for _, m := range all[u.start:u.end] {
+			texts = append(texts, m.text)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	found, err := s.opts.Memory.TagsOfTexts(ctx, ss.id, texts)
+	if err != nil {
+		if !errors.Is(err, memory.ErrNotFound) {
+			s.opts.Log.Debug("proxy: topics of earlier turns unknown", "session", ss.id, "err", err)
+		}
+		return
+	}
+	for _, u := range missing {
+		var tags []string
+		hit := false
+		for _, m := range all[u.start:u.end] {
+			if t, ok := found[m.text]; ok {
+				hit = true
+				for _, tag := range t {
+					if !slices.Contains(tags, tag) {
+						tags = append(tags, tag)
+					}
+				}
+			}
+		}
+		if hit {
+			s.setTags(ss, u.key, tags)
+		}
+	}
+}
+
 func (s *Server) setTags(ss *session, k [16]byte, tags []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -514,7 +577,8 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 	offset := 0
 	headerSent := false
 	rc := http.NewResponseController(w)
-	var full reply // text and client-visible calls across rounds
+	var full reply  // text and client-visible calls across rounds
+	used := usage{} // the paging rounds' token usage, added to the answer's
 	for round := 0; ; round++ {
 		rec.Rounds = round + 1
 		last := round == s.opts.MaxRounds-1
@@ -576,6 +640,9 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 				}
 				prior = append(prior, rep)
 				full.text += rep.text
+				ru := usage{}
+				ru.observe(data)
+				used.add(ru)
 				continue
 			}
 			out := data
@@ -583,7 +650,7 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 				full.text += rep.text
 				full.calls = append(full.calls, rep.calls...)
 				if marked, err := p.d.markReply(data, prior, marker); err == nil {
-					out = marked
+					out = used.bump(marked)
 				}
 			}
 			copyHeaders(w, resp, true)
@@ -603,6 +670,7 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 		holding, markerSent := false, false
 		held = held[:0]
 		sr := bufio.NewReaderSize(resp.Body, 64<<10)
+		roundUse := usage{}
 		var werr error
 		for {
 			raw, data, rerr := nextEvent(sr)
@@ -611,6 +679,8 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 				if out == nil {
 					out = raw
 				}
+				roundUse.observe(data)
+				out = used.bumpEvent(out, roundUse) // after paging rounds only: else unchanged
 				switch {
 				case holding:
 					held = append(held, out)
@@ -653,6 +723,7 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 				return full, resp.StatusCode, err
 			}
 			offset = st.forwarded()
+			used.add(roundUse)
 			continue
 		}
 		full.calls = append(full.calls, rep.calls...)

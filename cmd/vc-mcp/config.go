@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/vc-mcp/vc-mcp/memory"
+	"github.com/vc-mcp/vc-mcp/memory/llm"
 )
 
 // settings is every setting of vc-mcp. Each one is a key below, set from (in
@@ -50,6 +53,28 @@ type settings struct {
 	SessionIdleTTL time.Duration
 	MaxSessions    int
 	MaxLineBytes   int
+	// Tagging and assembly (config_file.go holds the YAML-only keys).
+	MinTagsPerTurn       int
+	MaxTagsPerTurn       int
+	SplitMinTurns        int
+	SplitMaxShare        float64
+	MaxSplitsPerTurn     int
+	ContextHintMaxTokens int
+	TagRules             []llm.TagRule
+	KeywordTags          map[string][]string
+	ModelContextLimits   map[string]int
+	// Context items (items.go).
+	ContextItems  []memory.ContextItem
+	ContextSearch memory.ContextSearch
+	// Summary replacement and the topics hint (run-time settings, see
+	// /api/config).
+	SummaryReplacement bool
+	KeepLast           int
+	UseSimplePrompt    bool
+	NotifyUser         bool
+	SummaryPrompt      string
+	SimplePrompt       string
+	ContextHintStyle   string
 }
 
 // settingKey is one documented setting.
@@ -61,6 +86,9 @@ type settingKey struct {
 	help   string
 	isBool bool
 	set    func(c *settings, v string) error
+	// decode, for a key only the config file can set (no flag, no env),
+	// reads its YAML value (a list or a map).
+	decode func(c *settings, n *yaml.Node) error
 }
 
 func constant(s string) func() string { return func() string { return s } }
@@ -75,7 +103,7 @@ var settingKeys = []settingKey{
 		help: "Data directory: master logs, vc.db and the index. Per user by default: `$XDG_DATA_HOME/vc-mcp` or `~/.local/share/vc-mcp` (Linux), `~/Library/Application Support/vc-mcp` (macOS), `%LOCALAPPDATA%\\vc-mcp` (Windows).",
 		set:  func(c *settings, v string) error { c.DataDir = v; return nil }},
 	{name: "preset", env: "VC_PRESET", flag: "preset", def: constant("chat"),
-		help: "Window and thresholds for a kind of client: `chat` (120k window, 0.70/0.85, 6 protected turns), `coding` (200k, 0.75/0.90, 10), `agentic` (200k, 0.60/0.80, 12), `small-local` (8k, 0.60/0.80, 4). Settings given explicitly override it.",
+		help: "Window and thresholds for a kind of client: `chat` (120k window, 0.70/0.85, 6 protected turns), `coding` (200k, 0.75/0.90, 10), `agentic` (200k, 0.60/0.80, 12), `small-local` (8k, 0.60/0.80, 4), `ollama-4gb` (4k, 0.60/0.80, 3), `ollama-8gb` (8k, 0.65/0.80, 4), `openai` (128k, 0.75/0.90, 8), `anthropic` (200k, 0.75/0.90, 8). Settings given explicitly override it; `vc-mcp init PRESET` also writes the preset's LLM settings.",
 		set:  setPreset},
 	{name: "default_conversation", env: "VC_DEFAULT_CONVERSATION", flag: "default-conversation", def: constant("default"),
 		help: "Memory space used when a request names no conversation_id.",
@@ -152,6 +180,91 @@ var settingKeys = []settingKey{
 	{name: "max_sessions", env: "VC_MAX_SESSIONS", flag: "max-sessions", def: constant("256"),
 		help: "Most live HTTP sessions; a new one beyond it gets 503 until others end or expire.",
 		set:  intSetter(func(c *settings) *int { return &c.MaxSessions }, 1, 1_000_000)},
+	{name: "min_tags_per_turn", env: "VC_MIN_TAGS_PER_TURN", flag: "min-tags-per-turn", def: constant("1"),
+		help: "Fewest tags the keyword tagger gives a turn that has that many candidates, weaker ones included (1-5).",
+		set:  intSetter(func(c *settings) *int { return &c.MinTagsPerTurn }, 1, 5)},
+	{name: "max_tags_per_turn", env: "VC_MAX_TAGS_PER_TURN", flag: "max-tags-per-turn", def: constant("5"),
+		help: "Most tags the keyword tagger gives one turn (1-5).",
+		set:  intSetter(func(c *settings) *int { return &c.MaxTagsPerTurn }, 1, 5)},
+	{name: "split_min_turns", env: "VC_SPLIT_MIN_TURNS", flag: "split-min-turns", def: constant("40"),
+		help: "A tag is offered for splitting into narrower ones (with an LLM) once it has at least this many turns and more than `split_max_share` of the conversation's tagged turns.",
+		set:  intSetter(func(c *settings) *int { return &c.SplitMinTurns }, 2, 1_000_000)},
+	{name: "split_max_share", env: "VC_SPLIT_MAX_SHARE", flag: "split-max-share", def: constant("0.25"),
+		help: "The share of a conversation's tagged turns above which a tag is over-broad (see `split_min_turns`).",
+		set:  floatSetter(func(c *settings) *float64 { return &c.SplitMaxShare })},
+	{name: "max_splits_per_turn", env: "VC_MAX_SPLITS_PER_TURN", flag: "max-splits-per-turn", def: constant("1"),
+		help: "Most tags offered for splitting after one `compact_context` call.",
+		set:  intSetter(func(c *settings) *int { return &c.MaxSplitsPerTurn }, 1, 20)},
+	{name: "context_hint_max_tokens", env: "VC_CONTEXT_HINT_MAX_TOKENS", flag: "context-hint-max-tokens", def: constant("0"),
+		help: "Cap, in tokens, on the list of topics on record at the end of a recalled context; 0 = whatever budget is left.",
+		set:  intSetter(func(c *settings) *int { return &c.ContextHintMaxTokens }, 0, 32_000)},
+	{name: "tag_rules", def: constant(""),
+		help:   "Config file only: a list of rules for the topics whose tag matches `match` (fnmatch, e.g. `db-*`): `priority` (higher topics come first in recalled context), `ttl_days` (how long its turns are kept), `summary_prompt` (guidance for its LLM summaries). The highest priority matching rule wins. `VC_LLM_TAG_RULES` (JSON) takes precedence.",
+		decode: decodeTagRules},
+	{name: "keyword_tags", def: constant(""),
+		help:   "Config file only: a map of tag -> keywords; a turn that mentions a keyword gets the tag (e.g. `database: [postgres, pgx, sql]`).",
+		decode: decodeKeywordTags},
+	{name: "model_context_limits", def: constant(""),
+		help:   "Config file only: a map of model name (prefix or glob) -> context window in tokens, over the built-in table (see Presets and model limits); the proxy sizes each request's window with it.",
+		decode: decodeModelLimits},
+	{name: "context_items", env: "VC_CONTEXT_ITEMS", flag: "context-items", def: constant(""),
+		help: "Rules and references that join recall_context (see Context items): in the config file, a list of `{name, type: rule|reference, include: always|manual|agent, priority, description, text}` (or `file:` instead of `text:`, relative to the config file); as a flag or env, the path of a YAML file holding such a list.",
+		set:  setContextItems},
+	{name: "context_top_k", env: "VC_CONTEXT_TOP_K", flag: "context-top-k", def: constant("20"),
+		help: "Agent context items: how many best-matching chunks (of ~500 characters) are considered per recall.",
+		set:  intSetter(func(c *settings) *int { return &c.ContextSearch.TopK }, 1, 1000)},
+	{name: "context_top_n", env: "VC_CONTEXT_TOP_N", flag: "context-top-n", def: constant("5"),
+		help: "Agent context items: how many are included per recall (items scoring `context_include_score` or more may exceed it).",
+		set:  intSetter(func(c *settings) *int { return &c.ContextSearch.TopN }, 1, 100)},
+	{name: "context_include_score", env: "VC_CONTEXT_INCLUDE_SCORE", flag: "context-include-score", def: constant("0.7"),
+		help: "Agent context items scoring at least this (0-1) are always included.",
+		set:  scoreSetter(func(c *settings) *float64 { return &c.ContextSearch.IncludeScore }, false)},
+	{name: "context_min_score", env: "VC_CONTEXT_MIN_SCORE", flag: "context-min-score", def: constant("0.3"),
+		help: "Agent context items scoring below this (0-1) are never included.",
+		set:  scoreSetter(func(c *settings) *float64 { return &c.ContextSearch.MinScore }, false)},
+	{name: "context_share", env: "VC_CONTEXT_SHARE", flag: "context-share", def: constant("0.5"),
+		help: "Fraction of a recall's budget context items may take; memory gets the rest.",
+		set:  scoreSetter(func(c *settings) *float64 { return &c.ContextSearch.Share }, true)},
+	{name: "summary_replacement", env: "VC_SUMMARY_REPLACEMENT", flag: "summary-replacement", def: constant("true"), isBool: true,
+		help: "Summary-replacement mode (`compact_messages`, `POST /api/compact`): replace a conversation's older messages with one summary. Off, the messages come back unchanged (still stored). `enabled` in `/api/config`.",
+		set:  boolSetter(func(c *settings) *bool { return &c.SummaryReplacement })},
+	{name: "keep_last", env: "VC_KEEP_LAST", flag: "keep-last", def: constant("2"),
+		help: "How many of the latest messages summary replacement keeps verbatim after the summary.",
+		set:  intSetter(func(c *settings) *int { return &c.KeepLast }, 1, 1000)},
+	{name: "use_simple_prompt", env: "VC_USE_SIMPLE_PROMPT", flag: "use-simple-prompt", def: constant("false"), isBool: true,
+		help: "Summary replacement asks the summariser for the short prompt (faster; for small local models).",
+		set:  boolSetter(func(c *settings) *bool { return &c.UseSimplePrompt })},
+	{name: "notify_user", env: "VC_NOTIFY_USER", flag: "notify-user", def: constant("true"), isBool: true,
+		help: "Summary replacement returns a one-line notice for the user that compaction happened.",
+		set:  boolSetter(func(c *settings) *bool { return &c.NotifyUser })},
+	{name: "summary_prompt", env: "VC_SUMMARY_PROMPT", flag: "summary-prompt", def: constant(""),
+		help: "Instructions replacing the built-in guidance of summary replacement's detailed prompt (empty = built in); the answer format stays.",
+		set:  promptSetter(func(c *settings) *string { return &c.SummaryPrompt })},
+	{name: "simple_prompt", env: "VC_SIMPLE_PROMPT", flag: "simple-prompt", def: constant(""),
+		help: "Instructions replacing the built-in guidance of the simple prompt (with `use_simple_prompt`; empty = built in).",
+		set:  promptSetter(func(c *settings) *string { return &c.SimplePrompt })},
+	{name: "context_hint_style", env: "VC_CONTEXT_HINT_STYLE", flag: "context-hint-style", def: constant("auto"),
+		help: "Form of the topics hint at the end of a recall: `short` (a list, one line per topic), `dashboard` (tokens per topic, depth, budget left) or `auto` (by the client's model or app name; see Topics hint).",
+		set:  setHintStyle},
+}
+
+func promptSetter(field func(*settings) *string) func(*settings, string) error {
+	return func(c *settings, v string) error {
+		if len(v) > memory.MaxPromptBytes {
+			return fmt.Errorf("is %d bytes; the limit is %d", len(v), memory.MaxPromptBytes)
+		}
+		*field(c) = v
+		return nil
+	}
+}
+
+func setHintStyle(c *settings, v string) error {
+	st, err := memory.ParseHintStyle(v)
+	if err != nil {
+		return fmt.Errorf("must be auto, short or dashboard, got %q", v)
+	}
+	c.ContextHintStyle = string(st)
+	return nil
 }
 
 func durationSetter(field func(*settings) *time.Duration) func(*settings, string) error {
@@ -170,13 +283,24 @@ type presetValues struct {
 	soft      float64
 	hard      float64
 	protected int
+	// For `vc-mcp init`: what the preset is for, and its LLM settings.
+	about                                 string
+	llmProvider, llmModel, llmKeyEnv, llm string
 }
 
 var presets = map[string]presetValues{
-	"chat":        {window: 120_000, soft: 0.70, hard: 0.85, protected: 6},
-	"coding":      {window: 200_000, soft: 0.75, hard: 0.90, protected: 10},
-	"agentic":     {window: 200_000, soft: 0.60, hard: 0.80, protected: 12},
-	"small-local": {window: 8_192, soft: 0.60, hard: 0.80, protected: 4},
+	"chat":        {window: 120_000, soft: 0.70, hard: 0.85, protected: 6, about: "a chat assistant"},
+	"coding":      {window: 200_000, soft: 0.75, hard: 0.90, protected: 10, about: "software development"},
+	"agentic":     {window: 200_000, soft: 0.60, hard: 0.80, protected: 12, about: "agents with long tool-heavy sessions"},
+	"small-local": {window: 8_192, soft: 0.60, hard: 0.80, protected: 4, about: "a small local model"},
+	"ollama-4gb": {window: 4_096, soft: 0.60, hard: 0.80, protected: 3, about: "Ollama on a 4 GB GPU (num_ctx 4096)",
+		llmProvider: "ollama", llmModel: "llama3.2:1b", llm: "run `ollama pull llama3.2:1b` first"},
+	"ollama-8gb": {window: 8_192, soft: 0.65, hard: 0.80, protected: 4, about: "Ollama on an 8 GB GPU (num_ctx 8192)",
+		llmProvider: "ollama", llmModel: "llama3.2:3b", llm: "run `ollama pull llama3.2:3b` first"},
+	"openai": {window: 128_000, soft: 0.75, hard: 0.90, protected: 8, about: "OpenAI models (gpt-4o class)",
+		llmProvider: "openai", llmModel: "gpt-4o-mini", llmKeyEnv: "OPENAI_API_KEY", llm: "the key is read from OPENAI_API_KEY"},
+	"anthropic": {window: 200_000, soft: 0.75, hard: 0.90, protected: 8, about: "Anthropic Claude models",
+		llmProvider: "anthropic", llmModel: "claude-3-5-haiku-latest", llmKeyEnv: "ANTHROPIC_API_KEY", llm: "the key is read from ANTHROPIC_API_KEY"},
 }
 
 func setPreset(c *settings, v string) error {
@@ -270,18 +394,36 @@ func loadConfig(name string, args []string, getenv func(string) string, stderr i
 	fs.SetOutput(stderr)
 	flags := make(map[string]*flagValue, len(settingKeys))
 	for _, k := range settingKeys {
+		if k.decode != nil {
+			continue
+		}
 		fv := &flagValue{isBool: k.isBool}
 		flags[k.name] = fv
-		fs.Var(fv, k.flag, firstSentence(k.help)+" (env "+k.env+")")
+		fs.Var(fv, k.flag, k.help)
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: vc-mcp %s [flags]\n\nFlags (each also settable as VC_* env or in the config file):\n", name)
-		fs.PrintDefaults()
+		printSettingsFlags(stderr)
 	}
 	if err := fs.Parse(args); err != nil {
 		return settings{}, nil, err
 	}
+	given := map[string]string{}
+	for name, fv := range flags {
+		if fv.set {
+			given[name] = fv.val
+		}
+	}
+	c, err := resolveSettings(given, getenv)
+	if err != nil {
+		return settings{}, nil, err
+	}
+	return c, fs.Args(), nil
+}
 
+// resolveSettings builds the config from the flags given (setting name ->
+// raw value) > VC_* env > config file > preset > defaults.
+func resolveSettings(given map[string]string, getenv func(string) string) (settings, error) {
 	raw := make(map[string]string, len(settingKeys))
 	source := make(map[string]string, len(settingKeys))
 	for _, k := range settingKeys {
@@ -290,20 +432,20 @@ func loadConfig(name string, args []string, getenv func(string) string, stderr i
 	explicit := map[string]bool{}
 	// The config file and the preset can themselves come from env or flags.
 	for _, k := range settingKeys {
-		if v := getenv(k.env); v != "" {
+		if v := getenv(k.env); k.env != "" && v != "" {
 			raw[k.name], source[k.name], explicit[k.name] = v, "env "+k.env, true
 		}
-		if fv := flags[k.name]; fv.set {
-			raw[k.name], source[k.name], explicit[k.name] = fv.val, "flag --"+k.flag, true
+		if v, ok := given[k.name]; ok {
+			raw[k.name], source[k.name], explicit[k.name] = v, "flag --"+k.flag, true
 		}
 	}
-	fileVals, err := readConfigFile(raw["config"], explicit["config"])
+	file, err := readConfigFile(raw["config"], explicit["config"])
 	if err != nil {
-		return settings{}, nil, err
+		return settings{}, err
 	}
-	for name, v := range fileVals {
+	for name, v := range file.scalars {
 		if !explicit[name] {
-			raw[name], source[name], explicit[name] = v, "config file "+raw["config"], true
+			raw[name], source[name], explicit[name] = v, fmt.Sprintf("config file %s line %d", raw["config"], file.lines[name]), true
 		}
 	}
 
@@ -315,8 +457,16 @@ func loadConfig(name string, args []string, getenv func(string) string, stderr i
 		return nil
 	}
 	for _, k := range settingKeys {
+		if k.decode != nil {
+			if n := file.nodes[k.name]; n != nil {
+				if err := k.decode(&c, n); err != nil {
+					return settings{}, fmt.Errorf("config file %s: %w", raw["config"], err)
+				}
+			}
+			continue
+		}
 		if err := apply(k); err != nil {
-			return settings{}, nil, err
+			return settings{}, err
 		}
 	}
 	// The preset replaces the defaults of the settingKeys it covers, never an
@@ -335,78 +485,27 @@ func loadConfig(name string, args []string, getenv func(string) string, stderr i
 		c.ProtectedTurns = p.protected
 	}
 	if c.SoftThreshold >= c.HardThreshold {
-		return settings{}, nil, fmt.Errorf("soft_threshold (%.2f) must be below hard_threshold (%.2f)", c.SoftThreshold, c.HardThreshold)
+		return settings{}, fmt.Errorf("soft_threshold (%.2f) must be below hard_threshold (%.2f)", c.SoftThreshold, c.HardThreshold)
 	}
 	if c.DataDir == "" {
-		return settings{}, nil, errors.New("data_dir: no per-user default on this system; set --data-dir or VC_DATA_DIR")
+		return settings{}, errors.New("data_dir: no per-user default on this system; set --data-dir or VC_DATA_DIR")
 	}
 	abs, err := filepath.Abs(c.DataDir)
 	if err != nil {
-		return settings{}, nil, fmt.Errorf("data_dir: %w", err)
+		return settings{}, fmt.Errorf("data_dir: %w", err)
 	}
 	c.DataDir = abs
 	if c.MarkdownMirror != "" {
 		m, err := filepath.Abs(c.MarkdownMirror)
 		if err != nil {
-			return settings{}, nil, fmt.Errorf("markdown_mirror: %w", err)
+			return settings{}, fmt.Errorf("markdown_mirror: %w", err)
 		}
 		if m == c.DataDir {
-			return settings{}, nil, errors.New("markdown_mirror: must not be the data directory; choose a directory of its own")
+			return settings{}, errors.New("markdown_mirror: must not be the data directory; choose a directory of its own")
 		}
 		c.MarkdownMirror = m
 	}
-	return c, fs.Args(), nil
-}
-
-func firstSentence(s string) string {
-	if i := strings.Index(s, ". "); i >= 0 {
-		return s[:i]
-	}
-	return strings.TrimSuffix(s, ".")
-}
-
-// readConfigFile reads the YAML file's settingKeys as strings. A missing file is an
-// error only when it was asked for explicitly.
-func readConfigFile(path string, explicit bool) (map[string]string, error) {
-	if path == "" {
-		return nil, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) && !explicit {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("config file: %w", err)
-	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
-	}
-	known := map[string]bool{}
-	for _, k := range settingKeys {
-		known[k.name] = true
-	}
-	out := make(map[string]string, len(doc))
-	for name, v := range doc {
-		if !known[name] || name == "config" {
-			return nil, fmt.Errorf("config file %s: unknown key %q (see the configuration table in the README)", path, name)
-		}
-		switch x := v.(type) {
-		case nil:
-			continue
-		case []any:
-			parts := make([]string, len(x))
-			for i, e := range x {
-				parts[i] = fmt.Sprint(e)
-			}
-			out[name] = strings.Join(parts, ",")
-		case map[string]any:
-			return nil, fmt.Errorf("config file %s: %s must be a scalar", path, name)
-		default:
-			out[name] = fmt.Sprint(x)
-		}
-	}
-	return out, nil
+	return c, nil
 }
 
 // defaultConfigFile is ~/.config/vc-mcp/config.yaml ($XDG_CONFIG_HOME

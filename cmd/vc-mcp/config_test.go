@@ -136,6 +136,10 @@ func TestREADMEConfig(t *testing.T) {
 		default:
 			def = "`" + k.def() + "`"
 		}
+		if k.decode != nil {
+			fmt.Fprintf(&b, "| `%s` | — | — | (none) | %s |\n", k.name, k.help)
+			continue
+		}
 		fmt.Fprintf(&b, "| `%s` | `--%s` | `%s` | %s | %s |\n", k.name, k.flag, k.env, def, k.help)
 	}
 	var out bytes.Buffer

@@ -203,7 +203,7 @@ func exerciseAll(t *testing.T, c *client.Client) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	if got, want := strings.Join(names, ","), "collapse_topic,compact_context,domain_status,expand_topic,find_quote,forget,recall_context"; got != want {
+	if got, want := strings.Join(names, ","), "add_context_item,collapse_topic,compact_context,compact_messages,domain_status,expand_topic,find_quote,forget,list_context_items,recall_context,remove_context_item"; got != want {
 		t.Errorf("tools: got %s, want %s", got, want)
 	}
 

@@ -122,7 +122,7 @@ func runForget(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprint(stderr, forgetUsage)
 		return errors.New("forget: give at least one of --query, --turn, --tag or --before")
 	}
-	store, done, err := openExclusive(ctx, "forget", common, stderr)
+	store, done, err := openRewriting(ctx, "forget", common, stderr)
 	if err != nil {
 		return err
 	}
@@ -161,11 +161,11 @@ func runForget(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	return store.Close()
 }
 
-// openExclusive opens the data directory for a command that rewrites
+// openRewriting opens the data directory for a command that rewrites
 // memory (forget, scan --redact): a shared server using it is paused, the
 // configured summariser and tagger are wired (summaries are remade). done
 // closes everything; call it once.
-func openExclusive(ctx context.Context, cmd string, common []string, stderr io.Writer) (*memory.Store, func(), error) {
+func openRewriting(ctx context.Context, cmd string, common []string, stderr io.Writer) (*memory.Store, func(), error) {
 	cfg, extra, err := loadConfig(cmd, common, os.Getenv, stderr)
 	if err != nil {
 		return nil, nil, err

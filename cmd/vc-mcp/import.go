@@ -16,7 +16,7 @@ import (
 )
 
 const importUsage = `usage:
-  vc-mcp import [--format chatgpt|claude] FILE [flags]
+  vc-mcp import [--format chatgpt|claude|bundle] FILE [--merge] [flags]
 
 Imports another assistant's history into the memory: each conversation
 becomes one conversation id (source:title-slug-id, stable), timestamps are
@@ -25,13 +25,24 @@ import stores nothing twice.
 
   --format chatgpt   ChatGPT's conversations.json (Settings > Data controls > Export)
   --format claude    Claude's conversations.json (Settings > Privacy > Export data)
+  --format bundle    a vc-mcp bundle (vc-mcp export --format jsonl; docs/bundle.md):
+                     restored exactly, messages byte for byte, decisions replayed,
+                     no model called. The whole file is verified first: a damaged,
+                     truncated or newer-version bundle is refused and nothing is written.
+  --merge            (bundle) accept conversations the data directory already
+                     holds and add only the records they lack; without it, any
+                     such conversation refuses the import
 
-Without --format the file's shape decides. The data directory must not be in
-use by a server. Every other flag is a setting (vc-mcp serve -h).
+Without --format the file's shape decides. A shared server using the data
+directory pauses meanwhile. Every other flag is a setting (vc-mcp serve -h).
 `
 
 // runImport runs "vc-mcp import".
 func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	args, merge, err := takeFlag(args, "merge")
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
 	format, file, common, err := importArgs(args)
 	if err != nil {
 		fmt.Fprint(stderr, importUsage)
@@ -61,19 +72,27 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
+	if format == "" && memory.IsBundle(data) {
+		format = "bundle"
+	}
 	if format == "" {
 		if format = detectFormat(data); format == "" {
-			return fmt.Errorf("import: cannot tell the format of %s; pass --format chatgpt or --format claude", file)
+			return fmt.Errorf("import: cannot tell the format of %s; pass --format chatgpt, claude or bundle", file)
 		}
+	}
+	if merge && format != "bundle" {
+		return fmt.Errorf("import: --merge applies to bundles (a %s import already stores nothing twice)", format)
 	}
 	var convs []memory.ImportedConversation
 	switch format {
+	case "bundle":
+		return importBundle(ctx, cfg, file, data, merge, stdout, stderr)
 	case "chatgpt":
 		convs, err = memory.ParseChatGPT(bytes.NewReader(data))
 	case "claude":
 		convs, err = memory.ParseClaude(bytes.NewReader(data))
 	default:
-		return fmt.Errorf("import: unknown --format %q (chatgpt or claude)", format)
+		return fmt.Errorf("import: unknown --format %q (chatgpt, claude or bundle)", format)
 	}
 	if err != nil {
 		return fmt.Errorf("import %s: %w", file, err)
@@ -96,7 +115,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return fmt.Errorf("import: %w", err)
 	}
 	defer release()
-	store, err := memory.Open(ctx, opts)
+	store, err := openExclusive(ctx, cfg, opts)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", cfg.DataDir, err)
 	}
@@ -131,7 +150,7 @@ func importArgs(args []string) (format, file string, common []string, err error)
 			return "", "", nil, errHelp
 		case a == "--format" || a == "-format":
 			if i+1 >= len(args) {
-				return "", "", nil, fmt.Errorf("import: --format needs a value (chatgpt or claude)")
+				return "", "", nil, fmt.Errorf("import: --format needs a value (chatgpt, claude or bundle)")
 			}
 			i++
 			format = args[i]

@@ -49,6 +49,10 @@ func llmConfig(s settings, getenv func(string) string) llm.Config {
 	if s.LLMAPIKeyEnv != "" {
 		c.APIKeyEnv = s.LLMAPIKeyEnv
 	}
+	if len(c.TagRules) == 0 {
+		// VC_LLM_TAG_RULES wins over the config file's tag_rules.
+		c.TagRules = s.TagRules
+	}
 	return c
 }
 

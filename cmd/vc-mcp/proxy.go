@@ -264,7 +264,7 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			Upstream: in.upstream, Format: in.format, Label: in.label, Memory: store,
 			RecallTokens: file.RecallTokens, ProtectedTurns: protected, MaxRounds: file.MaxRounds,
 			NoFilter: file.FilterHistory != nil && !*file.FilterHistory, NoPaging: file.Paging != nil && !*file.Paging,
-			EngineTimeout: timeout, ContextWindows: file.ContextWindows, SoftThreshold: cfg.SoftThreshold,
+			EngineTimeout: timeout, ContextWindows: contextLimits(cfg.ModelContextLimits, file.ContextWindows), SoftThreshold: cfg.SoftThreshold,
 			Tools: file.Tools, Journal: journal, Log: log, LineOut: stderr,
 		})
 		if err != nil {
@@ -304,4 +304,17 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		log.Warn("proxy shutdown", "err", serr)
 	}
 	return err
+}
+
+// contextLimits merges the config file's model_context_limits with the
+// proxy config's context_windows (which win).
+func contextLimits(limits, windows map[string]int) map[string]int {
+	out := make(map[string]int, len(limits)+len(windows))
+	for k, v := range limits {
+		out[k] = v
+	}
+	for k, v := range windows {
+		out[k] = v
+	}
+	return out
 }

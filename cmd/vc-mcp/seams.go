@@ -37,10 +37,11 @@ func wireSeams(ctx context.Context, cfg settings, opts *memory.Options, log *slo
 
 	lc := llmConfig(cfg, os.Getenv)
 	tagger, summarizer, closeLLM, err := newLLM(lc, cfg.DataDir, os.Getenv,
-		tagging.NewKeyword(nil), summarize.NewExtractive(nil), log)
+		tagging.NewKeyword(keywordOptions(cfg)), summarize.NewExtractive(nil), log)
 	if err != nil {
 		return seams{}, err
 	}
+	opts.KeywordTagging = keywordOptions(cfg)
 	// Typed nils would defeat memory's nil checks.
 	if tagger != nil {
 		opts.Tagger = tagger
@@ -69,6 +70,21 @@ func wireSeams(ctx context.Context, cfg settings, opts *memory.Options, log *slo
 			}
 		},
 	}, nil
+}
+
+// keywordOptions are the keyword tagger's settings: tags per turn, and the
+// user's keyword -> tag map (keyword_tags) as aliases.
+func keywordOptions(cfg settings) *tagging.KeywordOptions {
+	o := &tagging.KeywordOptions{MinTags: cfg.MinTagsPerTurn, MaxTags: cfg.MaxTagsPerTurn}
+	for tag, words := range cfg.KeywordTags {
+		if o.Aliases == nil {
+			o.Aliases = map[string]string{}
+		}
+		for _, w := range words {
+			o.Aliases[w] = tag
+		}
+	}
+	return o
 }
 
 // splitter adapts the LLM tagger's tag splitting to memory's seam.

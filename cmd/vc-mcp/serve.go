@@ -83,6 +83,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	stopMirror := startMarkdownMirror(ctx, store, cfg, log)
 	srv := mcp.NewServer(store, mcp.Options{Version: buildVersion(), Logger: log, Sampling: sm.sampling})
 	if httpListener != nil {
+		httpOpts.API = store // the REST API: /api/config, /api/status, /api/compact
 		stopOwner := serveSocket(ctx, srv, cfg, httpListener.Addr().String(), log)
 		release()
 		err = serveHTTP(ctx, httpListener, srv, cfg, httpOpts, log, stderr)
@@ -99,15 +100,26 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 func memoryOptions(cfg settings, log *slog.Logger) memory.Options {
 	return memory.Options{
-		Dir:                 cfg.DataDir,
-		DefaultConversation: cfg.DefaultConversation,
-		ContextWindow:       cfg.ContextWindow,
-		SoftThreshold:       cfg.SoftThreshold,
-		HardThreshold:       cfg.HardThreshold,
-		ProtectedTurns:      cfg.ProtectedTurns,
-		MaxMessageBytes:     cfg.MaxMessageBytes,
-		LockTimeout:         lockTimeout,
-		Logger:              log,
+		Dir:                  cfg.DataDir,
+		DefaultConversation:  cfg.DefaultConversation,
+		ContextWindow:        cfg.ContextWindow,
+		SoftThreshold:        cfg.SoftThreshold,
+		HardThreshold:        cfg.HardThreshold,
+		ProtectedTurns:       cfg.ProtectedTurns,
+		MaxMessageBytes:      cfg.MaxMessageBytes,
+		SplitMinTurns:        cfg.SplitMinTurns,
+		SplitMaxShare:        cfg.SplitMaxShare,
+		MaxSplitsPerTurn:     cfg.MaxSplitsPerTurn,
+		ContextHintMaxTokens: cfg.ContextHintMaxTokens,
+		LockTimeout:          lockTimeout,
+		Logger:               log,
+		Replacement: memory.ReplacementOptions{
+			Disabled: !cfg.SummaryReplacement, KeepLast: cfg.KeepLast, UseSimplePrompt: cfg.UseSimplePrompt,
+			NoNotice: !cfg.NotifyUser, SummaryPrompt: cfg.SummaryPrompt, SimplePrompt: cfg.SimplePrompt,
+		},
+		HintStyle:     memory.HintStyle(cfg.ContextHintStyle),
+		ContextItems:  cfg.ContextItems,
+		ContextSearch: cfg.ContextSearch,
 	}
 }
 
@@ -132,7 +144,7 @@ func serveHTTP(ctx context.Context, l net.Listener, srv *mcpserver.MCPServer, cf
 	h := mcp.NewHTTPHandler(srv, opts)
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	base := "http://" + l.Addr().String()
-	fmt.Fprintf(stderr, "vc-mcp: listening on %s (Streamable HTTP %s/mcp, legacy SSE %s/sse); data in %s\n", base, base, base, cfg.DataDir)
+	fmt.Fprintf(stderr, "vc-mcp: listening on %s (Streamable HTTP %s/mcp, legacy SSE %s/sse, REST API %s/api/); data in %s\n", base, base, base, base, cfg.DataDir)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(l) }()
 	select {

@@ -143,6 +143,20 @@ func (s *Summarizer) summarize(ctx context.Context, in summarize.Input) (summari
 			Previous: in.Previous, PreviousRole: other(t.Role, in.Previous),
 			Next: in.Next, NextRole: other(t.Role, in.Next),
 			MaxWords: words(in.MaxTokens, 120), Instructions: instr})
+	case summarize.Conversation:
+		mode := s.mode
+		if in.Simple {
+			mode = prompts.Simple
+		}
+		msgs := make([]prompts.Turn, len(in.Turns))
+		for i, t := range in.Turns {
+			msgs[i] = prompts.Turn{Role: t.Role, Speaker: t.Speaker, Text: t.Text}
+			if !t.Time.IsZero() {
+				msgs[i].Time = t.Time.UTC().Format(time.RFC3339)
+			}
+		}
+		p, err = prompts.Replace(prompts.ReplaceData{Mode: mode, Messages: msgs, Previous: in.Previous,
+			MaxWords: words(in.MaxTokens, 400), Instructions: in.Prompt})
 	default:
 		return summarize.Result{}, fmt.Errorf("summary kind %q: %w", in.Kind, prompts.ErrInvalid)
 	}

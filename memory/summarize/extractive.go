@@ -116,6 +116,24 @@ func (e *Extractive) Summarize(ctx context.Context, in Input) (Result, error) {
 			ss = e.addTurn(ss, t, label(t), i)
 		}
 		res.Tags = mergeTags(in.Tag, in.Tags, e.extraTags(ctx, in))
+	case Conversation:
+		if budget == 0 {
+			budget = e.tag
+		}
+		g := 0
+		if prev := strings.TrimSpace(in.Previous); prev != "" {
+			// The earlier note's lines compete like any other sentence.
+			for line := range strings.SplitSeq(prev, "\n") {
+				l, text := splitLabel(strings.TrimSpace(line))
+				ss = e.addTurn(ss, Turn{Text: text}, l, g)
+				g++
+			}
+		}
+		for _, t := range in.Turns {
+			ss = e.addTurn(ss, t, label(t), g)
+			g++
+		}
+		res.Tags = mergeTags(in.Tag, in.Tags, nil)
 	case Tag:
 		if budget == 0 {
 			budget = e.tag

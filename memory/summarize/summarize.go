@@ -17,6 +17,9 @@ const (
 	Tag Kind = "tag"
 	// Single summarises one long turn in the light of its neighbours (seed 003).
 	Single Kind = "turn"
+	// Conversation writes the note that replaces the earlier part of a
+	// conversation in summary-replacement mode (seed 001).
+	Conversation Kind = "conversation"
 )
 
 // Turn is one original turn handed to a summariser.
@@ -43,13 +46,17 @@ type Input struct {
 	// Segments are the Layer 1 summaries to roll up (Kind Tag), oldest first.
 	Segments []string
 	// Previous and Next are the neighbouring turns' text (Kind Single), so the
-	// summary keeps the conversation's flow.
+	// summary keeps the conversation's flow. For Kind Conversation, Previous
+	// is the note of an earlier replacement, to be folded into the new one.
 	Previous, Next string
 	// MaxTokens bounds the summary (cl100k tokens); 0 means the
 	// summariser's default.
 	MaxTokens int
 	// Prompt optionally overrides the instructions (tag rules' custom summary prompts).
 	Prompt string
+	// Simple asks for the short prompt (small or fast models) whatever the
+	// summariser's own prompt mode is.
+	Simple bool
 }
 
 // Result is a summary and what was extracted along the way.

@@ -14,6 +14,10 @@ import (
 type KeywordOptions struct {
 	// MaxTags bounds the tags per turn, 1..5 (default 5).
 	MaxTags int
+	// MinTags is how many tags a turn with that many candidates gets even
+	// when the weaker ones score below the usual floor (default 1, at most
+	// MaxTags).
+	MinTags int
 	// Aliases map alias -> canonical tag, applied on top of DefaultAliases
 	// (and under each Input's own Aliases).
 	Aliases map[string]string
@@ -34,6 +38,7 @@ type KeywordOptions struct {
 // tags, or gets General.
 type Keyword struct {
 	maxTags int
+	minTags int
 	aliases map[string]string
 }
 
@@ -43,13 +48,16 @@ var _ interface {
 
 // NewKeyword returns a Keyword tagger; opts may be nil.
 func NewKeyword(opts *KeywordOptions) *Keyword {
-	k := &Keyword{maxTags: 5}
+	k := &Keyword{maxTags: 5, minTags: 1}
 	var o KeywordOptions
 	if opts != nil {
 		o = *opts
 	}
 	if o.MaxTags > 0 && o.MaxTags < 5 {
 		k.maxTags = o.MaxTags
+	}
+	if o.MinTags > 1 {
+		k.minTags = min(o.MinTags, k.maxTags)
 	}
 	k.aliases = make(map[string]string, len(DefaultAliases)+len(o.Aliases))
 	if !o.NoDefaultAliases {
@@ -123,7 +131,7 @@ func (k *Keyword) Tag(ctx context.Context, in Input) (Result, error) {
 	res.Tags = make([]string, 0, k.maxTags)
 	rest := 0
 	for i := range cs {
-		if len(res.Tags) < k.maxTags && (i == 0 || cs[i].score >= floor) {
+		if len(res.Tags) < k.maxTags && (len(res.Tags) < k.minTags || cs[i].score >= floor) {
 			res.Tags = append(res.Tags, cs[i].key)
 			continue
 		}

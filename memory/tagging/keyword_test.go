@@ -497,3 +497,31 @@ func TestKeywordLargeVocabulary(t *testing.T) {
 		}
 	}
 }
+
+// TestKeywordMinMaxTags: MinTags keeps weaker candidates a turn would
+// otherwise drop, MaxTags bounds them, and user aliases map keywords to a
+// tag of the user's choosing.
+func TestKeywordMinMaxTags(t *testing.T) {
+	in := Input{Text: "Kubernetes ran out of memory on the staging cluster again."}
+	count := func(o *KeywordOptions) int {
+		res, err := NewKeyword(o).Tag(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(res.Tags)
+	}
+	def, most := count(nil), count(&KeywordOptions{MinTags: 5})
+	if most < def || most > 5 {
+		t.Errorf("MinTags 5: %d tags, default %d; want at least the default, at most 5", most, def)
+	}
+	if n := count(&KeywordOptions{MinTags: 5, MaxTags: 2}); n != 2 {
+		t.Errorf("MinTags 5 MaxTags 2: %d tags, want 2", n)
+	}
+	res, err := NewKeyword(&KeywordOptions{Aliases: map[string]string{"kubernetes": "container-platform"}}).Tag(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !contains(res.Tags, "container-platform") {
+		t.Errorf("alias kubernetes -> container-platform: tags %v", res.Tags)
+	}
+}

@@ -1,0 +1,165 @@
+package memory
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// reference returns tiktoken-go's own cl100k tokens for s.
+func reference(t testing.TB, s string) []int {
+	t.Helper()
+	c := cl100k()
+	<-c.ready
+	if c.enc == nil || c.bpe == nil {
+		t.Fatal("cl100k tables did not load")
+	}
+	return c.enc.EncodeOrdinary(s)
+}
+
+func checkParity(t *testing.T, s string) bool {
+	t.Helper()
+	want := reference(t, s)
+	c := cl100k()
+	got := c.bpe.encode(s)
+	if !slices.Equal(got, want) {
+		t.Errorf("tokens of %q:\n got %v\nwant %v", s, got, want)
+		return false
+	}
+	if n := c.bpe.count(s); n != len(want) {
+		t.Errorf("count of %q = %d, want %d", s, n, len(want))
+		return false
+	}
+	return true
+}
+
+// TestCl100kParity checks the hand-written pre-tokenizer and encoder against
+// tiktoken-go on hand-picked edge cases, real conversation text and random
+// strings over an alphabet chosen to hit every alternative of the pattern.
+func TestCl100kParity(t *testing.T) {
+	cases := []string{
+		"", "a", " ", "  ", "\n", "\r\n", " \n ", "a  b", "a   ", "   a", "\t\tx",
+		"don't", "DON'T", "we're", "They'LL", "I'm", "'s", "'sa", "''s", "x'Re'vE",
+		"hello world", "Hello, world!", "  hello", "a\n\nb", "a \n b", "a\r\n\r\nb",
+		"1234567", "12a34", "x²³⁴5", "Ⅻ and ٣٤٥", "3.14159", "$100,000.00",
+		"foo()\n", "if (x) {\n\treturn y;\n}\n", " ??\n\n", "--\r\n--", "a\u00a0b", "a\u2028b",
+		"日本語のテキスト", "emoji 😀😀 ok", "e\u0301cole", "\u0301abc", "ſt 'ſ", "K'K 'k",
+		"İstanbul 'İ", "a\u3000\u3000b", "trailing   ", "\u00a0\u00a0x", "x\u0085y",
+		"https://example.com/path?q=1&r=2", "user@example.com", "C++ and C#", "«quoted»",
+		"tab\there", "mixed \t \n\t x", "   \n\n   \n", "a\n \n", "'", "'\n", " '", "'' ''",
+	}
+	for _, s := range cases {
+		checkParity(t, s)
+	}
+
+	// Real conversation text: every turn of the LoCoMo dev split.
+	raw, err := os.ReadFile("../../shared/bench/locomo/locomo-dev.json")
+	if err != nil {
+		t.Fatalf("the LoCoMo dev split is the test's real text: %v", err)
+	}
+	var texts []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for _, y := range x {
+				walk(y)
+			}
+		case []any:
+			for _, y := range x {
+				walk(y)
+			}
+		case string:
+			texts = append(texts, x)
+		}
+	}
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	walk(doc)
+	if len(texts) < 1000 {
+		t.Fatalf("only %d strings in the LoCoMo dev split", len(texts))
+	}
+	// Whole strings, then runs of them joined as a turn list would be.
+	for i, s := range texts {
+		if i%7 == 0 && !checkParity(t, s) {
+			break
+		}
+	}
+	for i := 0; i+20 < len(texts); i += 400 {
+		if !checkParity(t, strings.Join(texts[i:i+20], "\n")) {
+			break
+		}
+	}
+
+	// Random strings.
+	alphabet := []string{
+		"a", "B", "z", "é", "ß", "Ω", "ж", "日", "ſ", "K", "İ", "\u0301", "1", "9", "²", "٣", "Ⅻ",
+		" ", " ", "  ", "\t", "\n", "\r", "\r\n", "\u00a0", "\u2028", "\u3000", "\u0085",
+		"'", "'s", "'T", "'re", "'VE", "'m", "'ll", "'d", ".", ",", "!", "?", "-", "(", ")",
+		"{", "}", "\"", "/", "#", "😀", "€", "_", "*", "the", " the", "ing", "don", "tion",
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	fails := 0
+	for range 20000 {
+		var b strings.Builder
+		for n := rng.IntN(24); n >= 0; n-- {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		if !checkParity(t, b.String()) {
+			if fails++; fails > 5 {
+				t.Fatal("too many mismatches")
+			}
+		}
+	}
+
+	// Every 53rd rune of the code space, alone and between letters, spaces,
+	// digits and line breaks: the character classes agree.
+	for r := rune(0); r <= utf8.MaxRune; r += 53 {
+		if !utf8.ValidRune(r) {
+			continue
+		}
+		c := string(r)
+		if !checkParity(t, "a"+c+"b "+c+c+" 1"+c+"\n"+c+" \n"+c+"'"+c) {
+			if fails++; fails > 5 {
+				t.Fatal("too many mismatches")
+			}
+		}
+	}
+}
+
+// TestCountInvalidUTF8 checks that text that is not valid UTF-8 is counted
+// as tiktoken-go counts it.
+func TestCountInvalidUTF8(t *testing.T) {
+	for _, s := range []string{"a\xffb", "\xe2\x82", "ok \xc3( done"} {
+		if got, want := CountTokens(s), len(reference(t, s)); got != want {
+			t.Errorf("CountTokens(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+// BenchmarkCountTokens times counting a LoCoMo-like turn list with the
+// hand-written encoder beside tiktoken-go's regexp2 one, in the same run.
+func BenchmarkCountTokens(b *testing.B) {
+	text := strings.Repeat("Caroline: I went to the LGBTQ support group yesterday and it was so powerful! "+
+		"Melanie: That's great to hear - what did you learn there? It's 3:45 pm, I'll call you back.\n", 40)
+	c := cl100k()
+	<-c.ready
+	b.Run("vc-mcp", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		for b.Loop() {
+			c.bpe.count(text)
+		}
+	})
+	b.Run("tiktoken-go", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		for b.Loop() {
+			c.enc.EncodeOrdinary(text)
+		}
+	})
+}
