@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
 )
 
 // Writes are buffered. Each Bleve batch becomes a segment with a large
@@ -225,4 +227,30 @@ func persist(bi bleve.Index, b *bleve.Batch) error {
 	case <-time.After(persistTimeout):
 		return fmt.Errorf("not persisted after %v", persistTimeout)
 	}
+}
+
+// Purge writes pending changes and merges the index into one segment, so
+// that deleted documents leave its files (scorch keeps them in older
+// segments until a merge). It may take a while on a large index.
+func (ix *Index) Purge(ctx context.Context) error {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.closed {
+		return fmt.Errorf("index: purge: %w", ErrClosed)
+	}
+	if err := ix.sync(); err != nil {
+		return fmt.Errorf("index: purge: %w", err)
+	}
+	adv, err := ix.bi.Advanced()
+	if err != nil {
+		return fmt.Errorf("index: purge: %w", err)
+	}
+	sc, ok := adv.(*scorch.Scorch)
+	if !ok {
+		return nil
+	}
+	if err := sc.ForceMerge(ctx, &mergeplan.SingleSegmentMergePlanOptions); err != nil {
+		return fmt.Errorf("index: purge: %w", err)
+	}
+	return nil
 }

@@ -56,8 +56,11 @@ func TestToolAnnotationsExplicit(t *testing.T) {
 		if got, want := *a.ReadOnlyHint, readOnly[st.Tool.Name]; got != want {
 			t.Errorf("%s readOnlyHint: got %v, want %v", st.Tool.Name, got, want)
 		}
-		if *a.DestructiveHint || *a.OpenWorldHint {
-			t.Errorf("%s: got destructive %v openWorld %v, want both false", st.Tool.Name, *a.DestructiveHint, *a.OpenWorldHint)
+		if got, want := *a.DestructiveHint, st.Tool.Name == "forget"; got != want {
+			t.Errorf("%s destructiveHint: got %v, want %v", st.Tool.Name, got, want)
+		}
+		if *a.OpenWorldHint {
+			t.Errorf("%s: got openWorld true, want false", st.Tool.Name)
 		}
 	}
 }
@@ -207,7 +210,9 @@ func hints(a mcpgo.ToolAnnotation) string {
 	if *a.IdempotentHint {
 		h = append(h, "idempotent")
 	}
-	if !*a.DestructiveHint {
+	if *a.DestructiveHint {
+		h = append(h, "destructive")
+	} else {
 		h = append(h, "non-destructive")
 	}
 	if !*a.OpenWorldHint {

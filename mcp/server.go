@@ -21,6 +21,7 @@ type Memory interface {
 	Status(ctx context.Context, conversationID string) (memory.Status, error)
 	Domain(ctx context.Context, conversationID, tag string) (memory.Domain, error)
 	Conversations(ctx context.Context) ([]memory.ConversationInfo, error)
+	Forget(ctx context.Context, req memory.ForgetRequest) (memory.ForgetResult, error)
 	// Turn, Watch and DefaultConversation serve turn links, subscriptions
 	// and completions (turns.go, subscriptions.go, completions.go).
 	Turn(ctx context.Context, conversationID, turnID string) (memory.Turn, error)

@@ -29,6 +29,7 @@ func tools(mem Memory, log *slog.Logger) []mcpserver.ServerTool {
 		addContextItemTool(mem, log),
 		removeContextItemTool(mem, log),
 		readLogTool(mem, log),
+		forgetTool(mem, log),
 	}
 	if rep, ok := mem.(Replacer); ok {
 		out = append(out, compactMessagesTool(rep, log))

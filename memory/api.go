@@ -155,6 +155,13 @@ type Options struct {
 	Ranking *Ranking
 	// TagPriority orders topics in assemblies (higher first); nil = all equal.
 	TagPriority func(tag string) int
+	// TagTTL gives a tag's time to live (per-tag TTL from tag rules): a
+	// turn whose tags all have one, and which is older than each of them,
+	// is forgotten (Forget, reason "ttl") when the store opens and every
+	// TTLInterval after. nil = turns never expire.
+	TagTTL func(tag string) (time.Duration, bool)
+	// TTLInterval is how often expiry runs; default 1 hour.
+	TTLInterval time.Duration
 	// Scrubber replaces secrets before anything is stored; nil = the
 	// built-in rule table (memory/scrub), scrub.Off() = no scrubbing.
 	Scrubber Scrubber
@@ -169,6 +176,8 @@ type Options struct {
 	// Now returns the current time (tests); default time.Now.
 	Now func() time.Time
 
+	// ttlManual, in tests, leaves expiry to explicit ExpireTTL calls.
+	ttlManual bool
 	// holdReconciler, in tests, keeps the reconciler from starting until
 	// it is closed.
 	holdReconciler <-chan struct{}

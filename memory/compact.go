@@ -269,6 +269,9 @@ func (s *Store) rollup(ctx context.Context, convID string, tags []string, inputs
 func summaryDocs(convID string, segs []*segmentRec, rollups []*tagSummaryRec) []index.Doc {
 	var docs []index.Doc
 	for _, r := range segs {
+		if r.Summary == "" {
+			continue // emptied by forget: nothing to find
+		}
 		docs = append(docs, index.Doc{ID: segmentDocID(convID, r.ID), Conversation: convID, Kind: "segment",
 			Text: r.Summary, Tags: r.Tags, Time: r.Start})
 	}

@@ -59,6 +59,7 @@ const (
 	// removes every per-message summary of the conversation.
 	decTurnSums      = "turn_summaries"
 	decTurnSumsClear = "turn_summaries_clear"
+	decForget        = "forget" // a tombstone: turns forgotten or redacted, summaries remade
 )
 
 // decision is one record of the derived-decisions log.
@@ -86,6 +87,26 @@ type decision struct {
 	Items *itemSelection `json:"items,omitempty"`
 	// decTurnSums
 	TurnSums []turnSummaryRec `json:"turn_summaries,omitempty"`
+	// decForget (with Segments and TagSums: the summaries remade without
+	// the forgotten text).
+	Forget *forgetRec `json:"forget,omitempty"`
+}
+
+// forgetRec is a tombstone: what Forget removed (or scan redacted) and
+// why, never the text. Hashes are the removed messages' hashes, so that
+// the same message resent or re-imported is not stored again.
+type forgetRec struct {
+	Reason   string       `json:"reason"`
+	Turns    []forgotTurn `json:"turns,omitempty"`    // forgotten: placeholders now
+	Redacted []forgotTurn `json:"redacted,omitempty"` // secrets replaced in place
+	Dropped  []string     `json:"dropped_tags,omitempty"`
+}
+
+// forgotTurn names one turn of a tombstone: its sequence number and the
+// hash of the message as it was stored before.
+type forgotTurn struct {
+	Seq  int    `json:"seq"`
+	Hash string `json:"hash"`
 }
 
 // turnTags is the tagger's verdict on one stored turn. Hash ties it to the
@@ -461,6 +482,7 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 	changedTurns := map[int]bool{}
 	changedSegs := map[int]bool{}
 	changedSums := map[string]bool{}
+	droppedSums := map[string]bool{}
 	workingChanged, summariesChanged, turnSumsChanged := false, false, false
 	for _, d := range r.rest {
 		switch d.Kind {
@@ -483,6 +505,7 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 				ts := d.TagSums[i]
 				c.tagSums[ts.Tag] = &ts
 				changedSums[ts.Tag] = true
+				delete(droppedSums, ts.Tag)
 			}
 			meta.CompactedThrough = d.Through
 			summariesChanged = true
@@ -500,6 +523,7 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 				ts := d.TagSums[i]
 				c.tagSums[ts.Tag] = &ts
 				changedSums[ts.Tag] = true
+				delete(droppedSums, ts.Tag)
 			}
 			summariesChanged = true
 		case decSplit:
@@ -523,6 +547,34 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 				c.addTags(seq, tags)
 				changedTurns[seq] = true
 			}
+		case decForget:
+			for i := range d.Segments {
+				sg := d.Segments[i]
+				if sg.ID < 1 || sg.ID > len(c.segs) {
+					continue
+				}
+				c.segs[sg.ID-1] = &sg
+				changedSegs[sg.ID] = true
+			}
+			for i := range d.TagSums {
+				ts := d.TagSums[i]
+				c.tagSums[ts.Tag] = &ts
+				changedSums[ts.Tag] = true
+				delete(droppedSums, ts.Tag)
+			}
+			if d.Forget != nil {
+				for _, tag := range d.Forget.Dropped {
+					if _, ok := c.tagSums[tag]; ok || changedSums[tag] {
+						delete(c.tagSums, tag)
+						delete(changedSums, tag)
+						droppedSums[tag] = true
+					}
+				}
+				for _, t := range d.Forget.Turns {
+					c.forgotten[t.Hash] = true
+				}
+			}
+			summariesChanged = true
 		case decAliases:
 			meta.Aliases = maps.Clone(d.Aliases)
 		case decItems:
@@ -580,6 +632,11 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 		}
 		for tag := range changedSums {
 			if err := putJSON(rb, []byte(tag), c.tagSums[tag]); err != nil {
+				return err
+			}
+		}
+		for tag := range droppedSums {
+			if err := rb.Delete([]byte(tag)); err != nil {
 				return err
 			}
 		}

@@ -219,6 +219,7 @@ func (s *Store) embedPending(ctx context.Context, c *conv) (int, error) {
 	}
 	var jobs []job
 	c.mu.RLock()
+	epoch := c.rewrites
 	for seq := len(c.turns); seq >= 1 && len(jobs) < embedBatch; seq-- {
 		t := c.turn(seq)
 		if t.Empty || c.vecs.has[seq] || c.vecFailed[seq] {
@@ -248,6 +249,9 @@ func (s *Store) embedPending(ctx context.Context, c *conv) (int, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.rewrites != epoch {
+		return 0, nil // turns were forgotten or redacted meanwhile: embed them again
+	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		b, err := convBucket(tx, c.id)
 		if err != nil {

@@ -57,6 +57,13 @@
 // given. Lines with "v":1 and no crc (logs written before checksums) are
 // read as before, verified only as JSON.
 //
+// A forgotten message (Forget, tag TTL) is rewritten in place as a
+// placeholder with the same seq, no text and "forgotten":true; its hash is
+// kept so that the message is never stored again (a resend or re-import).
+// The rewrite goes through a temporary file, fsync and rename, like every
+// rewrite of either log; the decisions log then holds a "forget" tombstone
+// (turn numbers, hashes, reason, time; never text). See forget.go.
+//
 // Reading a log:
 //   - a complete line that fails verification is damaged: it is reported
 //     (slog Warn; Status.Totals.DamagedRecords), copied to

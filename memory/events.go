@@ -18,9 +18,9 @@ const (
 	ChangeCompacted ChangeKind = "compacted"
 	// ChangeSplit: an over-broad tag was split; some turns gained narrower tags.
 	ChangeSplit ChangeKind = "split"
-	// ChangeForgotten: turns, tags or a whole conversation were removed.
-	// Nothing publishes it yet: a forget operation reports what it removed
-	// with s.publish(Change{Kind: ChangeForgotten, ...}).
+	// ChangeForgotten: turns were forgotten (Forget, tag TTL) or redacted
+	// (Scan); TurnIDs names them, Tags the topics whose summaries were
+	// remade, GoneTags the topics nothing is left of.
 	ChangeForgotten ChangeKind = "forgotten"
 )
 

@@ -187,6 +187,9 @@ func (c *conv) newInputs(inputs []turnInput) []int {
 	seen := map[string]bool{}
 	for i := skip; i < len(inputs); i++ {
 		in := inputs[i]
+		if c.forgotten[keys[i][2:]] {
+			continue // forgotten: a resend or re-import never brings it back
+		}
 		if in.ID != "" {
 			if _, dup := c.ids[in.ID]; dup || seen[inputKey(in.ID, "")] {
 				continue
@@ -350,7 +353,7 @@ func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ran
 		m := turnMeta{
 			Seq: rec.Seq, Role: rec.Role, Name: rec.Name, When: when,
 			Start: ranges[i][0], End: ranges[i][1], Hash: rec.Hash, ID: rec.ID,
-			ToolUse: rec.ToolUse, ToolResult: rec.ToolResult, TextKey: textKey(rec.Content),
+			ToolUse: rec.ToolUse, ToolResult: rec.ToolResult, TextKey: textKey(rec.Content), Forgotten: rec.Forgotten,
 		}
 		if ranges[i][1] == 0 {
 			// A record lost before it was committed: a placeholder keeps

@@ -34,6 +34,10 @@ type logRecord struct {
 	Timestamp  *time.Time      `json:"ts,omitempty"`
 	At         time.Time       `json:"at"`
 	Hash       string          `json:"hash"`
+	// Forgotten marks the placeholder that replaced a forgotten message
+	// (forget.go): no text, the original hash kept so the message is never
+	// stored again.
+	Forgotten bool `json:"forgotten,omitempty"`
 	// CRC is only ever set by decoding a framed line; encodeRecord writes it.
 	CRC string `json:"crc,omitempty"`
 }

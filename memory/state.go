@@ -100,6 +100,9 @@ type turnMeta struct {
 	// Question marks a turn that asks something: the next turn likely
 	// answers it, so recall lends it part of the question's score.
 	Question bool `json:"q,omitempty"`
+	// Forgotten marks a turn removed by Forget: an empty placeholder whose
+	// hash keeps the message from being stored again.
+	Forgotten bool `json:"f,omitempty"`
 	// TextKey identifies the turn's text alone (textKey), so a caller can
 	// say which turns it already holds (RecallRequest.Exclude).
 	TextKey string `json:"tk,omitempty"`
@@ -166,6 +169,8 @@ type conv struct {
 	turns     []turnMeta          // turns[seq-1]
 	ids       map[string]int      // client message id -> seq
 	hashes    map[string]int      // message hash -> seq
+	forgotten map[string]bool     // hashes of forgotten messages (never stored again)
+	rewrites  int                 // bumped by each rewrite of the log (forget, redact)
 	vocab     map[string]int      // tag -> turns carrying it
 	tagSeqs   map[string][]int    // tag -> seqs, ascending
 	relatedBy map[string][]string // related term -> tags that name it
@@ -193,7 +198,7 @@ type conv struct {
 
 func newConv(id string) *conv {
 	return &conv{
-		id: id, ids: map[string]int{}, hashes: map[string]int{}, vocab: map[string]int{}, tagSeqs: map[string][]int{},
+		id: id, ids: map[string]int{}, hashes: map[string]int{}, forgotten: map[string]bool{}, vocab: map[string]int{}, tagSeqs: map[string][]int{},
 		relatedBy: map[string][]string{}, tagSums: map[string]*tagSummaryRec{}, turnSums: map[int]*turnSummaryRec{},
 		working: map[string]WorkingEntry{}, speakers: map[string]int{},
 		tagWords: map[string][]string{}, wordTags: map[string][]string{},
@@ -211,6 +216,9 @@ func (c *conv) addTurn(t turnMeta) {
 		c.ids[t.ID] = t.Seq
 	}
 	c.hashes[t.Hash] = t.Seq
+	if t.Forgotten {
+		c.forgotten[t.Hash] = true
+	}
 	if t.Empty {
 		return
 	}

@@ -91,6 +91,16 @@ type Store struct {
 
 	rec reconciler // catches the derived stores up (reconcile.go)
 
+	// purgeAtClose: something was forgotten or redacted, so Close compacts
+	// vc.db into a fresh file (bbolt keeps freed pages' old bytes) and
+	// deletes the index (rebuilt from the logs on the next Open).
+	purgeAtClose atomic.Bool
+	purging      atomic.Bool // an index purge is running
+
+	// Per-tag expiry (ttl.go); nil without Options.TagTTL.
+	stopTTL context.CancelFunc
+	ttlDone chan struct{}
+
 	// Background embedding (semantic memory); nil channels without an Embedder.
 	kick      chan struct{}
 	embedDone chan struct{}
@@ -162,6 +172,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.TTLInterval <= 0 {
+		o.TTLInterval = time.Hour
 	}
 }
 
@@ -261,6 +274,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return fail(err)
 	}
 	s.startReconciler()
+	s.startTTL()
 	if opts.Embedder != nil {
 		ectx, cancel := context.WithCancel(context.Background())
 		s.kick, s.embedDone, s.stopEmbed = make(chan struct{}, 1), make(chan struct{}), cancel
@@ -413,6 +427,10 @@ func (s *Store) Close() error {
 		<-s.embedDone
 	}
 	s.stopReconciler()
+	if s.stopTTL != nil {
+		s.stopTTL()
+		<-s.ttlDone
+	}
 	s.mu.Lock()
 	for s.ops > 0 {
 		s.idle.Wait()
@@ -458,11 +476,21 @@ func (s *Store) Close() error {
 	}
 	if err := s.ix.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close index: %w", err))
+	} else if s.purgeAtClose.Load() {
+		// Bleve keeps deleted documents in older segment files: after a
+		// forget the index goes, and the next Open rebuilds it from the logs.
+		if err := os.RemoveAll(filepath.Join(s.opts.Dir, indexDir)); err != nil {
+			errs = append(errs, fmt.Errorf("remove the index after forget: %w", err))
+		}
 	}
-	_ = os.Remove(filepath.Join(s.opts.Dir, holderFile))
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: %w", err))
+	} else if s.purgeAtClose.Load() {
+		if err := compactDB(filepath.Join(s.opts.Dir, dbFile)); err != nil {
+			errs = append(errs, err)
+		}
 	}
+	_ = os.Remove(filepath.Join(s.opts.Dir, holderFile))
 	return errors.Join(errs...)
 }
 

@@ -49,6 +49,9 @@ func (s *Store) Turn(ctx context.Context, conversationID, id string) (Turn, erro
 	if t == nil {
 		return Turn{}, fmt.Errorf("%w: conversation %q has no turn %s (it has t1 to t%d)", ErrNotFound, conv, id, len(c.turns))
 	}
+	if t.Forgotten {
+		return Turn{}, fmt.Errorf("%w: turn %s of %q was forgotten (removed on request); its text is gone", ErrNotFound, id, conv)
+	}
 	rec, err := c.log.read(t.Start, t.End)
 	if err != nil {
 		return Turn{}, fmt.Errorf("read turn %s of %s: %w", id, conv, err)

@@ -197,3 +197,43 @@ func TestTruncationReferencesReadBack(t *testing.T) {
 		}
 	}
 }
+
+// TestForgetDropsTurnSummaries: a forgotten turn's per-message summary and
+// its neighbours' (written with it in view) are gone, also after a
+// rebuild from the logs; the others stay.
+func TestForgetDropsTurnSummaries(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir, Summarizer: &neighbourSummarizer{}})
+	ingest(t, s, "c", longChat(8))
+	if _, err := s.SummarizeTurns(ctx, TurnSummaryRequest{ConversationID: "c", From: "t1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Forget(ctx, ForgetRequest{ConversationID: "c", TurnIDs: []string{"t5"}}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(s *Store, when string) {
+		t.Helper()
+		c := s.convs["c"].c
+		for seq := 1; seq <= 8; seq++ {
+			_, has := c.turnSums[seq]
+			if want := seq < 4 || seq > 6; has != want {
+				t.Errorf("%s: t%d has a per-message summary: %v, want %v", when, seq, has, want)
+			}
+		}
+	}
+	check(s, "after forget")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dbFile, indexDir} {
+		if err := os.RemoveAll(filepath.Join(dir, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s2 := openTest(t, Options{Dir: dir, Summarizer: &neighbourSummarizer{}})
+	if _, err := s2.ContextStats(ctx, "c"); err != nil { // loads the conversation
+		t.Fatal(err)
+	}
+	check(s2, "after a rebuild")
+}

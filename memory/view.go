@@ -129,6 +129,9 @@ func (s *Store) View(ctx context.Context, conversationID string) (ConversationVi
 		}
 		sv.SummaryMethod, sv.SummaryModel = splitMethod(sg.Method)
 		for seq := sg.First; seq <= sg.Last && seq <= len(c.turns); seq++ {
+			if c.turns[seq-1].Forgotten {
+				continue // forgotten turns leave the view
+			}
 			vt, err := readTurn(seq)
 			if err != nil {
 				return ConversationView{}, err
@@ -137,6 +140,8 @@ func (s *Store) View(ctx context.Context, conversationID string) (ConversationVi
 		}
 		if n := len(sv.Turns); n > 0 {
 			sv.LogStart, sv.LogEnd = sv.Turns[0].LogStart, sv.Turns[n-1].LogEnd
+		} else if sg.Summary == "" {
+			continue // emptied by forget: nothing left to show
 		}
 		for _, tag := range sg.Tags {
 			segTags[tag] = append(segTags[tag], sv.ID)
@@ -144,6 +149,9 @@ func (s *Store) View(ctx context.Context, conversationID string) (ConversationVi
 		v.Segments = append(v.Segments, sv)
 	}
 	for seq := c.meta.CompactedThrough + 1; seq <= len(c.turns); seq++ {
+		if c.turns[seq-1].Forgotten {
+			continue
+		}
 		vt, err := readTurn(seq)
 		if err != nil {
 			return ConversationView{}, err

@@ -25,7 +25,8 @@ func runContextStats(ctx context.Context, args []string, stdin io.Reader, stdout
 			return nil
 		}
 	}
-	vals, common, err := ownFlags("context-stats", args, map[string]bool{"conversation": true, "json": true}, map[string]bool{"json": true})
+	multi, common, err := ownFlags("context-stats", args, map[string]bool{"conversation": true, "json": false})
+	vals := lastFlags(multi)
 	if err != nil {
 		return err
 	}

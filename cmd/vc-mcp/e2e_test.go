@@ -203,7 +203,7 @@ func exerciseAll(t *testing.T, c *client.Client) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	if got, want := strings.Join(names, ","), "add_context_item,collapse_topic,compact_context,compact_messages,domain_status,expand_topic,find_quote,list_context_items,read_log,recall_context,remove_context_item"; got != want {
+	if got, want := strings.Join(names, ","), "add_context_item,collapse_topic,compact_context,compact_messages,domain_status,expand_topic,find_quote,forget,list_context_items,read_log,recall_context,remove_context_item"; got != want {
 		t.Errorf("tools: got %s, want %s", got, want)
 	}
 
@@ -276,6 +276,17 @@ func exerciseAll(t *testing.T, c *client.Client) {
 	res = mustOK(t, c, "read_log", map[string]any{"conversation_id": conv, "start": fq.Quotes[0].Ref.Start, "end": fq.Quotes[0].Ref.End})
 	if text := res.Content[0].(mcpgo.TextContent).Text; !strings.Contains(text, "bbolt") {
 		t.Fatalf("read_log of the find_quote hit: %q", text)
+	}
+
+	// forget, as a dry run: it lists and keeps.
+	res = mustOK(t, c, "forget", map[string]any{"conversation_id": conv, "query": "BBOLT and Bleve", "dry_run": true})
+	var fg struct {
+		Forgotten int      `json:"forgotten"`
+		TurnIDs   []string `json:"turn_ids"`
+	}
+	structured(t, res, &fg)
+	if fg.Forgotten != 1 || len(fg.TurnIDs) != 1 || fg.TurnIDs[0] != fq.Quotes[0].TurnID {
+		t.Errorf("forget dry run: got %+v, want the find_quote hit %s", fg, fq.Quotes[0].TurnID)
 	}
 
 	res = mustOK(t, c, "domain_status", map[string]any{"conversation_id": conv})

@@ -70,6 +70,9 @@ usage:
                              write memory as a bundle that import restores (docs/bundle.md)
   vc-mcp replay FILE [--out FILE]  run prompts or a saved chat through memory; JSON per turn
   vc-mcp chat                an interactive terminal chat with memory (needs llm_provider)
+  vc-mcp forget --conversation ID [--query P] [--turn t12] [--tag T] [--before TIME] [--dry-run] [--yes]
+                             forget turns for good (summaries remade, tombstone kept)
+  vc-mcp scan [--conversation ID] [--redact]   find (and redact) secrets already stored
   vc-mcp version [--json]    print the version and commit
   vc-mcp help [command]      this help; "vc-mcp serve -h" lists every flag
 
@@ -108,6 +111,8 @@ var legacyCommands = []struct {
 	{"import", "import ChatGPT or Claude history, or a vc-mcp bundle", runImport},
 	{"export", "write memory as Markdown or as a bundle", runExport},
 	{"version", "print the version and commit", runVersion},
+	{"forget", "forget turns for good (summaries remade, tombstone kept)", runForget},
+	{"scan", "find (and redact) secrets already stored", runScan},
 }
 
 // run is the whole program; main only maps its error to an exit code.

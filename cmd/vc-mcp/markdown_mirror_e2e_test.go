@@ -44,4 +44,32 @@ func TestMarkdownMirrorOverStdio(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+
+	// Forgets: the forgotten turn leaves the mirror files.
+	mustOK(t, s.c, "forget", map[string]any{"conversation_id": "default", "query": "appointment number 3 on"})
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		var hits, files []string
+		_ = filepath.WalkDir(mirror, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			files = append(files, p)
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), "appointment number 3 on") {
+				hits = append(hits, p)
+			}
+			return nil
+		})
+		if len(hits) == 0 && len(files) > 0 {
+			idx, _ := os.ReadFile(filepath.Join(mirror, "default", "index.md"))
+			if !strings.Contains(string(idx), "Postgres") && !strings.Contains(string(idx), "postgres") {
+				t.Fatalf("forget emptied the mirror:\n%s", idx)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the forgotten turn is still in %v; server stderr:\n%s", hits, s.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

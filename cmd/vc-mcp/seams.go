@@ -55,6 +55,9 @@ func wireSeams(ctx context.Context, cfg settings, opts *memory.Options, log *slo
 	if len(lc.TagRules) > 0 {
 		opts.TagPriority = lc.Priority
 	}
+	if lc.HasTTL() {
+		opts.TagTTL = lc.TTL
+	}
 	if lc.Enabled() {
 		dataDir := cfg.DataDir
 		opts.Usage = func(conv string) ([]memory.LLMUsage, error) { return conversationUsage(dataDir, conv) }

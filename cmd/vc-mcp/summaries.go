@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -49,11 +48,12 @@ func runSummaries(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fmt.Errorf("summaries: unknown subcommand %q (want regenerate or clear)", sub)
 	}
 	name := "summaries " + sub
-	own := map[string]bool{"conversation": true}
+	own := map[string]bool{"conversation": true} // name -> takes a value
 	if sub == "regenerate" {
-		own["tag"], own["from"], own["missing"] = true, true, true
+		own["tag"], own["from"], own["missing"] = true, true, false
 	}
-	vals, common, err := ownFlags(name, args[1:], own, map[string]bool{"missing": true})
+	multi, common, err := ownFlags(name, args[1:], own)
+	vals := lastFlags(multi)
 	if err != nil {
 		return err
 	}
@@ -106,36 +106,15 @@ func runSummaries(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return store.Close()
 }
 
-// ownFlags takes a command's own flags (names in own; those in bools take
-// no value) out of args and returns them with every other argument, the
-// common settings (--data-dir, --config, LLM settings...).
-func ownFlags(cmd string, args []string, own, bools map[string]bool) (map[string]string, []string, error) {
-	vals := map[string]string{}
-	var common []string
-	for i := 0; i < len(args); i++ {
-		name, value, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
-		if !own[name] || !strings.HasPrefix(args[i], "-") {
-			common = append(common, args[i])
-			continue
-		}
-		if bools[name] {
-			if !hasValue {
-				value = "true"
-			}
-			vals[name] = value
-			continue
-		}
-		if !hasValue {
-			if i+1 >= len(args) {
-				return nil, nil, fmt.Errorf("%s: --%s needs a value", cmd, name)
-			}
-			i++
-			value = args[i]
-		}
-		vals[name] = value
+// lastFlags keeps the last value of each flag given more than once.
+func lastFlags(own map[string][]string) map[string]string {
+	out := make(map[string]string, len(own))
+	for name := range own {
+		out[name] = lastFlag(own, name)
 	}
-	return vals, common, nil
+	return out
 }
+
 
 // openSummaryStore loads the settings from common, takes the data
 // directory over from a shared server and opens the store (with the

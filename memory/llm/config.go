@@ -55,7 +55,9 @@ type TagRule struct {
 	// SummaryPrompt, when set, replaces the default guidance in summary
 	// prompts for these topics.
 	SummaryPrompt string `json:"summary_prompt,omitempty"`
-	// TTLDays, when positive, is how long these topics' turns are kept.
+	// TTLDays, when above 0, is how long these topics are kept: a turn
+	// whose tags all match rules with a TTL is forgotten once older than
+	// each (the store's per-tag TTL). 0 = kept for ever.
 	TTLDays int `json:"ttl_days,omitempty"`
 }
 
@@ -163,7 +165,7 @@ func ConfigFromEnv(getenv func(string) string) Config {
 	}
 	if v := get("VC_LLM_TAG_RULES"); v != "" {
 		if err := json.Unmarshal([]byte(v), &c.TagRules); err != nil {
-			c.errs = append(c.errs, fmt.Errorf("VC_LLM_TAG_RULES: want a JSON array of {pattern, priority, summary_prompt}: %v: %w", err, ErrConfig))
+			c.errs = append(c.errs, fmt.Errorf("VC_LLM_TAG_RULES: want a JSON array of {pattern, priority, summary_prompt, ttl_days}: %v: %w", err, ErrConfig))
 		}
 	}
 	if v := get("VC_LLM_PRICES"); v != "" {
@@ -270,6 +272,9 @@ func (c Config) Validate() error {
 		if _, err := path.Match(r.Pattern, "x"); err != nil || r.Pattern == "" {
 			errs = append(errs, fmt.Errorf("tag rule pattern %q: not a valid fnmatch pattern: %w", r.Pattern, ErrConfig))
 		}
+		if r.TTLDays < 0 {
+			errs = append(errs, fmt.Errorf("tag rule %q: ttl_days %d: want 0 (keep for ever) or more: %w", r.Pattern, r.TTLDays, ErrConfig))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -295,6 +300,25 @@ func (c Config) Rule(tag string) (TagRule, bool) {
 		}
 	}
 	return best, found
+}
+
+// TTL is how long turns of tag are kept: its rule's ttl_days, when set.
+func (c Config) TTL(tag string) (time.Duration, bool) {
+	r, ok := c.Rule(tag)
+	if !ok || r.TTLDays <= 0 {
+		return 0, false
+	}
+	return time.Duration(r.TTLDays) * 24 * time.Hour, true
+}
+
+// HasTTL reports whether any tag rule sets a TTL.
+func (c Config) HasTTL() bool {
+	for _, r := range c.TagRules {
+		if r.TTLDays > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Priority is the assembly priority of tag: its rule's, or 0.

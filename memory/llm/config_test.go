@@ -45,6 +45,8 @@ func TestConfigFromEnv(t *testing.T) {
 		{"openai needs model", map[string]string{"VC_LLM_PROVIDER": "ollama"}, Config{Provider: "ollama"}, "needs a model"},
 		{"bad mode", map[string]string{"VC_LLM_PROMPT_MODE": "verbose"}, Config{PromptMode: "verbose"}, "prompt mode"},
 		{"bad pattern", map[string]string{"VC_LLM_TAG_RULES": `[{"pattern":"[x"}]`}, Config{TagRules: []TagRule{{Pattern: "[x"}}}, "fnmatch"},
+		{"ttl", map[string]string{"VC_LLM_TAG_RULES": `[{"pattern":"tmp-*","ttl_days":7}]`}, Config{TagRules: []TagRule{{Pattern: "tmp-*", TTLDays: 7}}}, ""},
+		{"negative ttl", map[string]string{"VC_LLM_TAG_RULES": `[{"pattern":"tmp-*","ttl_days":-1}]`}, Config{TagRules: []TagRule{{Pattern: "tmp-*", TTLDays: -1}}}, "ttl_days"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,6 +88,30 @@ func TestConfigDefaults(t *testing.T) {
 				t.Errorf("got %+v\nwant %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestTTL(t *testing.T) {
+	c := Config{TagRules: []TagRule{{Pattern: "tmp-*", Priority: 1, TTLDays: 7}, {Pattern: "tmp-keep", Priority: 2}, {Pattern: "*"}}}
+	if !c.HasTTL() {
+		t.Fatal("HasTTL: false")
+	}
+	cases := []struct {
+		tag  string
+		want time.Duration
+		ok   bool
+	}{
+		{"tmp-scratch", 7 * 24 * time.Hour, true},
+		{"tmp-keep", 0, false}, // its own higher-priority rule has no TTL
+		{"budget", 0, false},
+	}
+	for _, tc := range cases {
+		if got, ok := c.TTL(tc.tag); got != tc.want || ok != tc.ok {
+			t.Errorf("TTL(%q) = %v, %v; want %v, %v", tc.tag, got, ok, tc.want, tc.ok)
+		}
+	}
+	if (Config{TagRules: []TagRule{{Pattern: "*"}}}).HasTTL() {
+		t.Error("HasTTL without ttl_days: true")
 	}
 }
 

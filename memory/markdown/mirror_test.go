@@ -87,6 +87,15 @@ func equalTrees(a, b map[string]string) bool {
 	return true
 }
 
+// treeText joins every file of a tree.
+func treeText(tree map[string]string) string {
+	var b strings.Builder
+	for _, text := range tree {
+		b.WriteString(text)
+	}
+	return b.String()
+}
+
 func segmentFiles(tree map[string]string) []string {
 	var out []string
 	for p := range tree {
@@ -184,6 +193,31 @@ func TestMirrorFollowsMemory(t *testing.T) {
 		if !strings.Contains(tree[IndexFile], "["+sub+"]("+SafeName(sub)+"/"+TopicFile+")") {
 			t.Errorf("index does not list subtag %s", sub)
 		}
+	}
+
+	// Forget: the forgotten turn leaves the mirror, text and id, and so do
+	// the summaries that drew on it (remade without it).
+	if !strings.Contains(treeText(tree), "analytics team") {
+		t.Fatal("setup: the turn to forget is not in the mirror")
+	}
+	fr, err := s.Forget(t.Context(), memory.ForgetRequest{ConversationID: "c", Query: "analytics team"})
+	if err != nil || fr.Forgotten != 1 {
+		t.Fatalf("forget: %+v, %v", fr, err)
+	}
+	gone := fr.TurnIDs[0]
+	tree = waitMirrored(t, s, out, "c")
+	if all := treeText(tree); strings.Contains(all, "analytics team") {
+		t.Fatal("the forgotten text is still in the mirror")
+	}
+	for p, text := range tree {
+		for _, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(line, "turns: [") && (strings.Contains(line, " "+gone+",") || strings.Contains(line, "["+gone+",") || strings.Contains(line, " "+gone+"]")) {
+				t.Fatalf("%s still lists the forgotten turn %s: %s", p, gone, line)
+			}
+		}
+	}
+	if !strings.Contains(treeText(tree), "Marco owns the rehearsal") {
+		t.Fatal("forget removed other turns from the mirror")
 	}
 
 	// A second conversation gets its own tree and a line in the top-level index.

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/vc-mcp/vc-mcp/memory"
+)
+
+const forgetUsage = `usage: vc-mcp forget --conversation ID [--query PHRASE] [--turn t12 ...] [--tag TAG]
+                     [--before RFC3339] [--dry-run] [--yes] [settings flags]
+
+Forgets turns for good: the text leaves the master log, every summary that
+drew on it, the index, vectors and tags, and a tombstone records what was
+removed and when (never the text). At least one of --query (an exact phrase,
+any case), --turn (repeatable, or comma-separated), --tag, --before; when
+several are given a turn must match all. It lists the matching turns and asks
+before forgetting unless --yes; --dry-run only lists them. A shared server
+using the data directory pauses while it runs.
+`
+
+// ownFlags splits this command's flags (names: true when the flag takes a
+// value) from the common settings flags.
+func ownFlags(cmd string, args []string, names map[string]bool) (map[string][]string, []string, error) {
+	own := map[string][]string{}
+	var common []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		takes, ok := names[name]
+		if !strings.HasPrefix(a, "-") || !ok {
+			common = append(common, a)
+			continue
+		}
+		if !takes {
+			if !hasValue {
+				value = "true"
+			}
+			own[name] = append(own[name], value)
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				return nil, nil, fmt.Errorf("%s: --%s needs a value", cmd, name)
+			}
+			i++
+			value = args[i]
+		}
+		own[name] = append(own[name], value)
+	}
+	return own, common, nil
+}
+
+func lastFlag(own map[string][]string, name string) string {
+	if v := own[name]; len(v) > 0 {
+		return v[len(v)-1]
+	}
+	return ""
+}
+
+func boolFlag(cmd string, own map[string][]string, name string) (bool, error) {
+	v := lastFlag(own, name)
+	switch strings.ToLower(v) {
+	case "":
+		return false, nil
+	case "true", "1", "yes":
+		return true, nil
+	case "false", "0", "no":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s: --%s=%q: want true or false", cmd, name, v)
+}
+
+func runForget(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	for _, a := range args {
+		if a == "-h" || a == "--help" || a == "help" {
+			fmt.Fprint(stdout, forgetUsage)
+			return nil
+		}
+	}
+	own, common, err := ownFlags("forget", args, map[string]bool{
+		"conversation": true, "query": true, "turn": true, "turns": true, "tag": true, "before": true, "dry-run": false, "yes": false,
+	})
+	if err != nil {
+		return err
+	}
+	req := memory.ForgetRequest{ConversationID: lastFlag(own, "conversation"), Query: lastFlag(own, "query"), Tag: lastFlag(own, "tag")}
+	for _, v := range append(own["turn"], own["turns"]...) {
+		for id := range strings.SplitSeq(v, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				req.TurnIDs = append(req.TurnIDs, id)
+			}
+		}
+	}
+	if b := lastFlag(own, "before"); b != "" {
+		t, err := time.Parse(time.RFC3339, b)
+		if err != nil {
+			if t, err = time.Parse(time.DateOnly, b); err != nil {
+				return fmt.Errorf("forget: --before %q: want an RFC3339 time (2025-01-31T00:00:00Z) or a date (2025-01-31)", b)
+			}
+		}
+		req.Before = t
+	}
+	if req.DryRun, err = boolFlag("forget", own, "dry-run"); err != nil {
+		return err
+	}
+	yes, err := boolFlag("forget", own, "yes")
+	if err != nil {
+		return err
+	}
+	if req.ConversationID == "" {
+		fmt.Fprint(stderr, forgetUsage)
+		return errors.New("forget: --conversation is required (forgetting never guesses the conversation)")
+	}
+	if strings.TrimSpace(req.Query) == "" && len(req.TurnIDs) == 0 && strings.TrimSpace(req.Tag) == "" && req.Before.IsZero() {
+		fmt.Fprint(stderr, forgetUsage)
+		return errors.New("forget: give at least one of --query, --turn, --tag or --before")
+	}
+	store, done, err := openRewriting(ctx, "forget", common, stderr)
+	if err != nil {
+		return err
+	}
+	defer done()
+	preview := req
+	preview.DryRun = true
+	res, err := store.Forget(ctx, preview)
+	if err != nil {
+		return fmt.Errorf("forget: %w", err)
+	}
+	if res.Forgotten == 0 {
+		fmt.Fprintf(stdout, "no turn of %q matches; nothing forgotten\n", res.ConversationID)
+		return store.Close()
+	}
+	fmt.Fprintf(stdout, "%d turn(s) of %q match: %s\n", res.Forgotten, res.ConversationID, strings.Join(res.TurnIDs, ", "))
+	if req.DryRun {
+		fmt.Fprintln(stdout, "dry run: nothing forgotten")
+		return store.Close()
+	}
+	if !yes {
+		fmt.Fprintf(stdout, "Forget them for good? This cannot be undone. [y/N] ")
+		line, _ := bufio.NewReader(stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			fmt.Fprintln(stdout)
+			return errors.New("forget: not confirmed; nothing forgotten (pass --yes to skip the question)")
+		}
+	}
+	res, err = store.Forget(ctx, req)
+	if err != nil {
+		return fmt.Errorf("forget: %w", err)
+	}
+	fmt.Fprintf(stdout, "forgot %d turn(s) of %q: %s; %d summaries remade\n", res.Forgotten, res.ConversationID, strings.Join(res.TurnIDs, ", "), res.SummariesRemade)
+	if len(res.DroppedTags) > 0 {
+		fmt.Fprintf(stdout, "topics gone: %s\n", strings.Join(res.DroppedTags, ", "))
+	}
+	return store.Close()
+}
+
+// openRewriting opens the data directory for a command that rewrites
+// memory (forget, scan --redact): a shared server using it is paused, the
+// configured summariser and tagger are wired (summaries are remade). done
+// closes everything; call it once.
+func openRewriting(ctx context.Context, cmd string, common []string, stderr io.Writer) (*memory.Store, func(), error) {
+	cfg, extra, err := loadConfig(cmd, common, os.Getenv, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(extra) > 0 {
+		return nil, nil, fmt.Errorf("%s: unexpected argument %q", cmd, extra[0])
+	}
+	log, closeLog, err := newLogger(cfg, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := memoryOptions(cfg, log)
+	sm, err := wireSeams(ctx, cfg, &opts, log)
+	if err != nil {
+		closeLog()
+		return nil, nil, err
+	}
+	opts.Embedder = nil // vectors of what is kept stay; new ones are the server's job
+	release, err := exclusive(ctx, cfg, &opts)
+	if err != nil {
+		sm.close()
+		closeLog()
+		return nil, nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	store, err := memory.Open(ctx, opts)
+	if err != nil {
+		release()
+		sm.close()
+		closeLog()
+		return nil, nil, fmt.Errorf("open %s: %w", cfg.DataDir, err)
+	}
+	return store, func() {
+		_ = store.Close()
+		release()
+		sm.close()
+		closeLog()
+	}, nil
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCLIIn runs the binary with stdin and returns stdout, stderr and the
+// error (a non-zero exit is not fatal here).
+func runCLIIn(t *testing.T, stdin string, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = childEnv(t)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+func filesWith(t *testing.T, dir, word string) []string {
+	t.Helper()
+	var out []string
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(word)) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// TestForgetCLI: `vc-mcp forget` while a stdio host runs (the shared
+// server pauses and the host reconnects): dry run, a refused confirmation,
+// then forgetting; the host no longer finds the fact, the other turns stay.
+func TestForgetCLI(t *testing.T) {
+	dir := t.TempDir()
+	s := startStdio(t, dir)
+	mustOK(t, s.c, "compact_context", map[string]any{"conversation_id": "home", "messages": []any{
+		msg("user", "The boathouse key hides under the blue heron statue."),
+		msg("assistant", "Noted where the boathouse key is."),
+		msg("user", "Next week we repaint the kayak rack green."),
+	}})
+	out, _, err := runCLIIn(t, "", "forget", "--data-dir", dir, "--conversation", "home", "--query", "Blue Heron", "--dry-run")
+	if err != nil || !strings.Contains(out, "1 turn(s) of \"home\" match: t1") || !strings.Contains(out, "dry run") {
+		t.Fatalf("dry run: %v\n%s", err, out)
+	}
+	// (The host reconnects to a restarted shared server before the next
+	// command pauses it again.)
+	mustOK(t, s.c, "find_quote", map[string]any{"conversation_id": "home", "query": "kayak"})
+	if _, _, err := runCLIIn(t, "", "forget", "--data-dir", dir, "--query", "heron"); err == nil {
+		t.Fatal("forget without --conversation succeeded")
+	}
+	if _, _, err := runCLIIn(t, "", "forget", "--data-dir", dir, "--conversation", "home"); err == nil {
+		t.Fatal("forget without a selector succeeded")
+	}
+	out, stderr, err := runCLIIn(t, "n\n", "forget", "--data-dir", dir, "--conversation", "home", "--query", "blue heron")
+	if err == nil || !strings.Contains(stderr, "not confirmed") {
+		t.Fatalf("refused confirmation: %v\n%s\n%s", err, out, stderr)
+	}
+	got := text(mustOK(t, s.c, "find_quote", map[string]any{"conversation_id": "home", "query": "heron statue"}))
+	if !strings.Contains(got, "boathouse") {
+		t.Fatalf("a refused forget forgot: %s", got)
+	}
+	out, stderr, err = runCLIIn(t, "yes\n", "forget", "--data-dir", dir, "--conversation", "home", "--query", "blue heron")
+	if err != nil || !strings.Contains(out, "forgot 1 turn(s) of \"home\": t1") {
+		t.Fatalf("forget: %v\n%s\n%s", err, out, stderr)
+	}
+	got = text(mustOK(t, s.c, "find_quote", map[string]any{"conversation_id": "home", "query": "heron statue"}))
+	if strings.Contains(got, "boathouse") || !strings.Contains(got, "No stored turn matches") {
+		t.Fatalf("the host still finds the forgotten turn: %s", got)
+	}
+	got = text(mustOK(t, s.c, "find_quote", map[string]any{"conversation_id": "home", "query": "kayak rack"}))
+	if !strings.Contains(got, "repaint") {
+		t.Fatalf("the other turns were lost: %s", got)
+	}
+}
+
+// TestScanCLI: history imported with scrubbing off holds a password; `vc-mcp
+// scan` reports it by rule and turn without printing it, --redact replaces
+// it in place, and no file of the data directory keeps it.
+func TestScanCLI(t *testing.T) {
+	dir := t.TempDir()
+	const secret = "Tr0ub4dor&3"
+	fixture := filepath.Join("..", "..", "memory", "testdata", "import", "chatgpt.json")
+	runCLI(t, "import", "--scrub=false", "--format", "chatgpt", fixture, "--data-dir", dir)
+	if len(filesWith(t, dir, secret)) == 0 {
+		t.Fatal("setup: the password was not stored")
+	}
+	out, stderr, err := runCLIIn(t, "", "scan", "--data-dir", dir)
+	if err != nil || !strings.Contains(out, "password") || !strings.Contains(out, "1 findings") || !strings.Contains(out, "--redact") {
+		t.Fatalf("scan: %v\n%s\n%s", err, out, stderr)
+	}
+	if strings.Contains(out+stderr, secret) {
+		t.Fatalf("scan printed the secret:\n%s\n%s", out, stderr)
+	}
+	out, stderr, err = runCLIIn(t, "", "scan", "--data-dir", dir, "--redact")
+	if err != nil || !strings.Contains(out, "redacted 1 turn(s)") {
+		t.Fatalf("scan --redact: %v\n%s\n%s", err, out, stderr)
+	}
+	if files := filesWith(t, dir, secret); len(files) > 0 {
+		t.Fatalf("the password is still in %v", files)
+	}
+	out, _, err = runCLIIn(t, "", "scan", "--data-dir", dir)
+	if err != nil || !strings.Contains(out, "no secrets found") {
+		t.Fatalf("scan after redact: %v\n%s", err, out)
+	}
+}

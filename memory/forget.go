@@ -1,0 +1,884 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vc-mcp/vc-mcp/memory/summarize"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Forgetting. Forget removes turns for good: their records in the master
+// log become placeholders without text (the same sequence number, the
+// message's hash kept so a resend or a re-import never stores it again),
+// the decisions log is rewritten without anything drawn from them (their
+// tags; the summaries of the segments and topics that held them, remade
+// from what is left or emptied when nothing is), and a tombstone record
+// (decisions kind "forget": turn numbers, hashes, reason and time, never
+// text) is appended. Both logs are rewritten atomically (a temporary file,
+// fsync, rename, fsync of the directory). The conversation's derived state
+// (vc.db, the index documents, vectors) is then rebuilt from the two logs
+// exactly as Rebuild would, so what a restart or a rebuild shows is what
+// Forget left. Scan's redaction (scan.go) goes through the same rewrite,
+// replacing a secret inside a turn instead of the whole turn.
+//
+// Bytes on disk: Bleve and bbolt keep deleted data in free pages and old
+// segment files until they are reused or merged. After a rewrite the index
+// is force-merged in the background (best effort: scorch may keep the last
+// older snapshot), and when the store closes vc.db is compacted into a
+// fresh file and the index is deleted (the next Open rebuilds it from the
+// logs in the background), so no byte of a forgotten message outlives the
+// process that forgot it. While that process runs, answers never show it.
+
+// ForgetRequest selects turns to forget. At least one selector is needed;
+// when several are given a turn must match all of them.
+type ForgetRequest struct {
+	ConversationID string
+	// Query is an exact phrase, matched case-insensitively in the text.
+	Query string
+	// TurnIDs are turn ids ("t12").
+	TurnIDs []string
+	// Tag selects the turns carrying a tag (or an alias of one).
+	Tag string
+	// Before selects the turns said before this time.
+	Before time.Time
+	// DryRun reports what would be forgotten and changes nothing.
+	DryRun bool
+	// Reason is recorded in the tombstone ("forget" when empty; "ttl" for
+	// per-tag expiry).
+	Reason string
+}
+
+// ForgetResult says what was (or, with DryRun, would be) forgotten.
+type ForgetResult struct {
+	ConversationID string   `json:"conversation_id"`
+	Forgotten      int      `json:"forgotten"`
+	TurnIDs        []string `json:"turn_ids"`
+	DryRun         bool     `json:"dry_run,omitempty"`
+	// SummariesRemade counts the segment and topic summaries remade.
+	SummariesRemade int `json:"summaries_remade"`
+	// DroppedTags are topics nothing is left of.
+	DroppedTags []string `json:"dropped_tags,omitempty"`
+}
+
+// Forget removes the selected turns from the conversation and everything
+// derived from them (see the comment at the top of forget.go).
+func (s *Store) Forget(ctx context.Context, req ForgetRequest) (ForgetResult, error) {
+	ctx, end, err := s.begin(ctx, opWrite)
+	if err != nil {
+		return ForgetResult{}, err
+	}
+	defer end()
+	id, err := s.resolve(req.ConversationID)
+	if err != nil {
+		return ForgetResult{}, err
+	}
+	res := ForgetResult{ConversationID: id, TurnIDs: []string{}, DryRun: req.DryRun}
+	req.Query = strings.TrimSpace(req.Query)
+	req.Tag = strings.TrimSpace(req.Tag)
+	if req.Query == "" && len(req.TurnIDs) == 0 && req.Tag == "" && req.Before.IsZero() {
+		return res, fmt.Errorf("%w: forget needs at least one selector: query (an exact phrase), turn_ids, tag or before (when several are given, a turn must match all of them)", ErrInvalid)
+	}
+	ids := map[int]bool{}
+	for _, tid := range req.TurnIDs {
+		seq, err := parseTurnID(strings.TrimSpace(tid))
+		if err != nil {
+			return res, err
+		}
+		ids[seq] = true
+	}
+	c, err := s.conversation(ctx, id, false)
+	if err != nil {
+		return res, err
+	}
+	c.compactMu.Lock()
+	defer c.compactMu.Unlock()
+	c.mu.RLock()
+	seqs, err := s.selectForget(c, req, ids)
+	c.mu.RUnlock()
+	if err != nil {
+		return res, err
+	}
+	for _, seq := range seqs {
+		res.TurnIDs = append(res.TurnIDs, turnID(seq))
+	}
+	res.Forgotten = len(seqs)
+	if req.DryRun || len(seqs) == 0 {
+		return res, nil
+	}
+	edits := make(map[int]*logRecord, len(seqs))
+	for _, seq := range seqs {
+		edits[seq] = nil
+	}
+	reason := req.Reason
+	if reason == "" {
+		reason = "forget"
+	}
+	out, err := s.rewriteTurns(ctx, c, edits, reason)
+	if err != nil {
+		return res, err
+	}
+	res.SummariesRemade, res.DroppedTags = out.remade, out.dropped
+	s.log.Info("forgot turns", "conversation", id, "turns", len(seqs), "reason", reason, "summaries_remade", out.remade)
+	return res, nil
+}
+
+// selectForget lists, ascending, the turns req selects. c.mu is held.
+func (s *Store) selectForget(c *conv, req ForgetRequest, ids map[int]bool) ([]int, error) {
+	for seq := range ids {
+		if seq > len(c.turns) {
+			return nil, fmt.Errorf("%w: turn %s does not exist: conversation %q has %d turns", ErrNotFound, turnID(seq), c.id, len(c.turns))
+		}
+	}
+	tag := ""
+	if req.Tag != "" {
+		name, err := c.findTag(req.Tag)
+		if err != nil {
+			if alias, ok := c.meta.Aliases[req.Tag]; ok {
+				name, err = alias, nil
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		tag = name
+	}
+	phrase := strings.ToLower(req.Query)
+	var out []int
+	for i := range c.turns {
+		t := &c.turns[i]
+		if t.Damaged || t.Forgotten {
+			continue
+		}
+		if len(ids) > 0 && !ids[t.Seq] {
+			continue
+		}
+		if t.Empty && len(ids) == 0 {
+			continue
+		}
+		if tag != "" && !contains(t.Tags, tag) {
+			continue
+		}
+		if !req.Before.IsZero() && !t.When.Before(req.Before) {
+			continue
+		}
+		if phrase != "" {
+			if t.Empty {
+				continue
+			}
+			rec, err := c.log.read(t.Start, t.End)
+			if err != nil {
+				if errors.Is(err, errDamaged) {
+					continue
+				}
+				return nil, err
+			}
+			if !strings.Contains(strings.ToLower(rec.Content), phrase) && !bytes.Contains(bytes.ToLower(rec.Raw), []byte(phrase)) {
+				continue
+			}
+		}
+		out = append(out, t.Seq)
+	}
+	return out, nil
+}
+
+// rewriteOutcome is what a rewrite changed.
+type rewriteOutcome struct {
+	remade  int
+	dropped []string
+}
+
+// rewriteTurns replaces the master log records of the turns in edits: a
+// nil edit forgets the turn (a placeholder without text), any other
+// replaces its content (same sequence number; a redaction). Everything
+// derived from those turns follows (see the top of this file). c.compactMu
+// is held; c.mu is not.
+func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRecord, reason string) (rewriteOutcome, error) {
+	var out rewriteOutcome
+	// 1. What the edited turns touch, and the segments to summarise again.
+	c.mu.RLock()
+	all := make([]*segmentRec, len(c.segs))
+	affectedSegs := map[int]bool{}
+	affectedTags := map[string]bool{}
+	var plans []segmentPlan
+	var emptied []*segmentRec
+	for i, sg := range c.segs {
+		cp := *sg
+		all[i] = &cp
+		hit := false
+		for seq := sg.First; seq <= sg.Last && !hit; seq++ {
+			_, hit = edits[seq]
+		}
+		if !hit {
+			continue
+		}
+		affectedSegs[sg.ID] = true
+		for _, t := range sg.Tags {
+			affectedTags[t] = true
+		}
+		p := segmentPlan{rec: cp}
+		p.rec.FullTokens = 0
+		var kept []string
+		for seq := sg.First; seq <= sg.Last; seq++ {
+			t := c.turn(seq)
+			edit, edited := edits[seq]
+			if t == nil || t.Empty || edited && edit == nil {
+				continue
+			}
+			text := ""
+			if edited {
+				text = edit.Content
+			} else {
+				rec, err := c.log.read(t.Start, t.End)
+				if err != nil {
+					c.mu.RUnlock()
+					return out, err
+				}
+				text = rec.Content
+			}
+			p.rec.FullTokens += s.tok.Count(text)
+			kept = mergeTags(kept, t.Tags)
+			p.turns = append(p.turns, summarize.Turn{ID: turnID(seq), Role: t.Role, Speaker: t.Name, Time: t.When, Text: text})
+		}
+		var tags []string
+		for _, t := range sg.Tags {
+			if contains(kept, t) {
+				tags = append(tags, t)
+			}
+		}
+		p.rec.Tags = tags
+		if !contains(tags, p.rec.Primary) {
+			p.rec.Primary = ""
+			if len(tags) > 0 {
+				p.rec.Primary = tags[0]
+			}
+		}
+		if len(p.turns) == 0 {
+			p.rec.Summary, p.rec.SummaryTokens, p.rec.Entities, p.rec.Decisions = "", 0, nil, nil
+			p.rec.Tags, p.rec.Primary, p.rec.CreatedAt = nil, "", s.now().UTC()
+			e := p.rec
+			emptied = append(emptied, &e)
+			all[i] = &e
+			continue
+		}
+		plans = append(plans, p)
+	}
+	// Topics carried only by forgotten turns vanish, names included.
+	gone := map[string]bool{}
+	for tag, list := range c.tagSeqs {
+		all := len(list) > 0
+		for _, seq := range list {
+			if edit, ok := edits[seq]; !ok || edit != nil {
+				all = false
+				break
+			}
+		}
+		if all {
+			gone[tag] = true
+		}
+	}
+	hadRollup := map[string]bool{}
+	for tag, r := range c.tagSums {
+		for _, id := range r.Segments {
+			if affectedSegs[id] {
+				affectedTags[tag] = true
+			}
+		}
+		hadRollup[tag] = true
+	}
+	c.mu.RUnlock()
+
+	// 2. Summarise again, with no lock held.
+	if err := s.summariseSegments(ctx, c.id, plans, func(string) {}); err != nil {
+		return out, err
+	}
+	fresh := slices.Clone(emptied)
+	for i := range plans {
+		fresh = append(fresh, &plans[i].rec)
+		all[plans[i].rec.ID-1] = &plans[i].rec
+	}
+	sort.Slice(fresh, func(i, j int) bool { return fresh[i].ID < fresh[j].ID })
+	carried := map[string]int{}
+	for _, sg := range all {
+		for _, t := range sg.Tags {
+			carried[t]++
+		}
+	}
+	var candidates []string
+	for t := range affectedTags {
+		candidates = append(candidates, t)
+	}
+	sort.Strings(candidates)
+	var keep []string
+	for _, t := range earnedTags(candidates, all, func(t string) bool { return hadRollup[t] }) {
+		if carried[t] > 0 {
+			keep = append(keep, t)
+		}
+	}
+	for _, t := range candidates {
+		if hadRollup[t] && !contains(keep, t) {
+			out.dropped = append(out.dropped, t)
+		}
+	}
+	rollups, err := s.rollup(ctx, c.id, keep, fullRollups(keep, all), func(string) {})
+	if err != nil {
+		return out, err
+	}
+	out.remade = len(fresh) + len(rollups)
+
+	// 3. Rewrite the logs and rebuild the derived state, under the lock.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if size, err := c.log.size(); err != nil || size != c.meta.LogSize {
+		if err := s.reconcileLog(ctx, c); err != nil {
+			return out, err
+		}
+	}
+	tomb := &forgetRec{Reason: reason, Dropped: out.dropped}
+	recs := make(map[int]logRecord, len(edits))
+	seqs := make([]int, 0, len(edits))
+	for seq := range edits {
+		seqs = append(seqs, seq)
+	}
+	sort.Ints(seqs)
+	for _, seq := range seqs {
+		t := c.turn(seq)
+		if t == nil || t.Damaged {
+			return out, fmt.Errorf("%w: turn %s of %q cannot be rewritten (missing or damaged)", ErrInvalid, turnID(seq), c.id)
+		}
+		old, err := c.log.read(t.Start, t.End)
+		if err != nil {
+			return out, err
+		}
+		if edit := edits[seq]; edit != nil {
+			rec := *edit
+			rec.Seq, rec.At = seq, old.At
+			recs[seq] = rec
+			tomb.Redacted = append(tomb.Redacted, forgotTurn{Seq: seq, Hash: old.Hash})
+			continue
+		}
+		recs[seq] = logRecord{Seq: seq, ID: old.ID, Role: old.Role, Name: old.Name, Timestamp: old.Timestamp,
+			At: old.At, Hash: old.Hash, ToolUse: old.ToolUse, ToolResult: old.ToolResult, Forgotten: true}
+		tomb.Turns = append(tomb.Turns, forgotTurn{Seq: seq, Hash: old.Hash})
+	}
+	dec := decision{Kind: decForget, Forget: tomb, Segments: make([]segmentRec, len(fresh)), TagSums: make([]tagSummaryRec, len(rollups))}
+	for i, r := range fresh {
+		dec.Segments[i] = *r
+	}
+	for i, r := range rollups {
+		dec.TagSums[i] = *r
+	}
+	// The tombstone goes first: should the process die between the two
+	// renames, the same forget run again finds the turns and finishes.
+	if err := s.rewriteDecisions(c, edits, scrubSet{segs: affectedSegs, tags: affectedTags, gone: gone}, dec); err != nil {
+		return out, s.storageError(err, "nothing was forgotten")
+	}
+	if err := s.rewriteMasterLog(c, recs); err != nil {
+		return out, s.storageError(err, "the summaries were rewritten but the turns were not; run the same forget again")
+	}
+	oldTags := make(map[string]bool, len(c.vocab))
+	for t := range c.vocab {
+		oldTags[t] = true
+	}
+	oldSums := make(map[string]bool, len(c.tagSums))
+	for t := range c.tagSums {
+		oldSums[t] = true
+	}
+	n, err := s.rebuildConv(ctx, c, edits)
+	if err != nil {
+		return out, err
+	}
+	// Index documents nothing regenerates: forgotten turns, dropped topics,
+	// emptied segments.
+	var goneDocs []string
+	for _, seq := range seqs {
+		if edits[seq] == nil {
+			goneDocs = append(goneDocs, turnDocID(c.id, seq))
+		}
+	}
+	for t := range oldSums {
+		if _, ok := n.tagSums[t]; !ok {
+			goneDocs = append(goneDocs, tagDocID(c.id, t))
+		}
+	}
+	for _, sg := range n.segs {
+		if sg.Summary == "" {
+			goneDocs = append(goneDocs, segmentDocID(c.id, sg.ID))
+		}
+	}
+	if err := s.ix.Delete(ctx, goneDocs); err != nil {
+		s.log.Warn("removing forgotten documents from the index failed", "conversation", c.id, "err", err)
+	}
+	if err := s.indexTurns(ctx, n, n.meta.IndexedThrough+1, len(n.turns)); err != nil {
+		s.log.Warn("re-indexing a rewritten conversation failed; the reconciler retries", "conversation", c.id, "err", err)
+		s.kickReconciler()
+	} else if err := s.indexSummaries(ctx, n); err != nil {
+		s.log.Warn("re-indexing summaries failed; the reconciler retries", "conversation", c.id, "err", err)
+		s.kickReconciler()
+	}
+	c.adopt(n)
+	forgot := map[string]bool{}
+	for _, seq := range seqs {
+		if edits[seq] == nil {
+			forgot[turnID(seq)] = true
+		}
+	}
+	if err := s.scrubRequests(c.id, gone, forgot); err != nil {
+		s.log.Warn("removing forgotten turns from the request history failed", "conversation", c.id, "err", err)
+	}
+	s.purgeAtClose.Store(true)
+	go s.purgeIndex()
+	ch := Change{Kind: ChangeForgotten, ConversationID: c.id}
+	for _, seq := range seqs {
+		ch.TurnIDs = append(ch.TurnIDs, turnID(seq))
+	}
+	ch.Tags = slices.Sorted(func(yield func(string) bool) {
+		for t := range affectedTags {
+			if !yield(t) {
+				return
+			}
+		}
+	})
+	for t := range oldTags {
+		if c.vocab[t] == 0 {
+			ch.GoneTags = append(ch.GoneTags, t)
+			ch.Tags = union(ch.Tags, []string{t})
+		}
+	}
+	sort.Strings(ch.GoneTags)
+	s.publish(ch)
+	s.kickEmbedder()
+	return out, nil
+}
+
+// rewriteMasterLog replaces the records of recs (by sequence number) in the
+// committed part of c's master log, keeping every other byte (damaged
+// stretches included), and swaps the new file in atomically. c.mu is held
+// for writing.
+func (s *Store) rewriteMasterLog(c *conv, recs map[int]logRecord) error {
+	f, err := os.Open(c.log.path)
+	if err != nil {
+		return fmt.Errorf("open master log: %w", err)
+	}
+	data := make([]byte, c.meta.LogSize)
+	_, err = f.ReadAt(data, 0)
+	_ = f.Close()
+	if err != nil {
+		return fmt.Errorf("read master log %s: %w", c.log.path, err)
+	}
+	type repl struct {
+		start, end int64
+		line       []byte
+	}
+	var repls []repl
+	done := map[int]bool{}
+	if _, err := scanLog(bytes.NewReader(data), 0, func(fr frame) error {
+		r, ok := recs[fr.Seq]
+		if !ok || done[fr.Seq] {
+			return nil
+		}
+		done[fr.Seq] = true
+		line, err := encodeRecord(r)
+		if err != nil {
+			return err
+		}
+		repls = append(repls, repl{fr.Start, fr.End, line})
+		return nil
+	}, nil); err != nil {
+		return err
+	}
+	if len(done) != len(recs) {
+		return fmt.Errorf("master log %s: %d of %d records to rewrite not found", c.log.path, len(recs)-len(done), len(recs))
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(data))
+	off := int64(0)
+	for _, r := range repls {
+		buf.Write(data[off:r.start])
+		buf.Write(r.line)
+		off = r.end
+	}
+	buf.Write(data[off:])
+	if err := c.log.replace(buf.Bytes()); err != nil {
+		return err
+	}
+	c.meta.LogSize = int64(buf.Len())
+	return nil
+}
+
+// replace swaps the log's file for data, atomically (temporary file,
+// fsync, rename, fsync of the directory), and reopens it.
+func (l *masterLog) replace(data []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	had := l.f != nil
+	if had { // Windows cannot rename over an open file
+		_ = l.f.Close()
+		l.f = nil
+	}
+	err := atomicWrite(l.path, data)
+	if err == nil {
+		err = syncDir(filepath.Dir(l.path))
+	}
+	if had {
+		f, oerr := os.OpenFile(l.path, os.O_RDWR, 0)
+		if oerr != nil {
+			return errors.Join(err, fmt.Errorf("reopen master log: %w", oerr))
+		}
+		l.f = f
+	}
+	return err
+}
+
+// rewriteDecisions rewrites c's decisions log without anything drawn from
+// the edited turns (their tags, the text of the affected segments' and
+// topics' summaries), then appends the tombstone dec, atomically. c.mu is
+// held for writing.
+func (s *Store) rewriteDecisions(c *conv, edits map[int]*logRecord, sc scrubSet, dec decision) error {
+	if c.dlog != nil {
+		if err := c.dlog.close(); err != nil {
+			return err
+		}
+		c.dlog = nil
+	}
+	ds, _, _, err := s.readDecisions(c.id, 0)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	for _, d := range ds {
+		scrubDecision(&d, edits, sc)
+		if d.Kind == decTags && len(d.Turns) == 0 || d.Kind == decTurnSums && len(d.TurnSums) == 0 {
+			continue
+		}
+		line, err := encodeDecision(d)
+		if err != nil {
+			return err
+		}
+		buf.Write(line)
+	}
+	dec.At = s.now().UTC()
+	line, err := encodeDecision(dec)
+	if err != nil {
+		return err
+	}
+	buf.Write(line)
+	path := s.decisionsPath(c.id)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("create decisions directory: %w", err)
+	}
+	if err := atomicWrite(path, buf.Bytes()); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// scrubSet is what a rewrite takes out of old decisions: the text of the
+// summaries of segs and of tags, and every mention of the gone tags.
+type scrubSet struct {
+	segs       map[int]bool
+	tags, gone map[string]bool
+}
+
+// scrubDecision removes from one decision what the edited turns gave it.
+func scrubDecision(d *decision, edits map[int]*logRecord, sc scrubSet) {
+	segs, tags, gone := sc.segs, sc.tags, sc.gone
+	keepTags := func(list []string) []string {
+		out := list[:0:0]
+		for _, t := range list {
+			if !gone[t] {
+				out = append(out, t)
+			}
+		}
+		return out
+	}
+	if len(d.Turns) > 0 {
+		kept := d.Turns[:0]
+		for _, t := range d.Turns {
+			if _, ok := edits[t.Seq]; !ok {
+				kept = append(kept, t)
+			}
+		}
+		d.Turns = kept
+	}
+	if len(d.TurnSums) > 0 {
+		// A per-message summary was written with its neighbours in view:
+		// the edited turns' own and their neighbours' go (they are remade
+		// on demand from what is left).
+		kept := d.TurnSums[:0]
+		for _, ts := range d.TurnSums {
+			_, self := edits[ts.Seq]
+			_, prev := edits[ts.Seq-1]
+			_, next := edits[ts.Seq+1]
+			if !self && !prev && !next {
+				kept = append(kept, ts)
+			}
+		}
+		d.TurnSums = kept
+	}
+	for i := range d.Segments {
+		sg := &d.Segments[i]
+		if segs[sg.ID] {
+			sg.Summary, sg.SummaryTokens, sg.Entities, sg.Decisions = "", 0, nil, nil
+		}
+		sg.Tags = keepTags(sg.Tags)
+		if gone[sg.Primary] {
+			sg.Primary = ""
+			if len(sg.Tags) > 0 {
+				sg.Primary = sg.Tags[0]
+			}
+		}
+	}
+	sums := d.TagSums[:0]
+	for _, ts := range d.TagSums {
+		if gone[ts.Tag] {
+			continue
+		}
+		if tags[ts.Tag] {
+			ts.Summary, ts.Description, ts.Tokens = "", "", 0
+		}
+		sums = append(sums, ts)
+	}
+	d.TagSums = sums
+	if d.Working != nil {
+		w := d.Working[:0]
+		for _, e := range d.Working {
+			if !gone[e.Tag] {
+				w = append(w, e)
+			}
+		}
+		d.Working = w
+		if len(w) == 0 {
+			d.Working = []WorkingEntry{} // still "the working set is empty"
+		}
+	}
+	if d.Kind == decAliases {
+		for k, v := range d.Aliases {
+			if gone[k] || gone[v] {
+				delete(d.Aliases, k)
+			}
+		}
+	}
+	if sp := d.Split; sp != nil {
+		for seq, list := range sp.Turns {
+			if _, ok := edits[seq]; ok {
+				delete(sp.Turns, seq)
+				continue
+			}
+			sp.Turns[seq] = keepTags(list)
+		}
+		for k, v := range sp.Aliases {
+			if gone[k] || gone[v] {
+				delete(sp.Aliases, k)
+			}
+		}
+		if gone[sp.Tag] {
+			d.Split = nil
+		}
+	}
+}
+
+// rebuildConv rebuilds c's derived state from its rewritten logs, as
+// Rebuild would: the conversation's bbolt entries are replaced (vectors of
+// unchanged turns kept), the logs replayed into a new conv, which it
+// returns. c.mu is held for writing.
+func (s *Store) rebuildConv(ctx context.Context, c *conv, edits map[int]*logRecord) (*conv, error) {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		name := convBucketName(c.id)
+		var keep [][2][]byte
+		if b := tx.Bucket(name); b != nil {
+			if vb := b.Bucket(bucketVectors); vb != nil {
+				if err := vb.ForEach(func(k, v []byte) error {
+					if len(k) == 8 {
+						if _, edited := edits[int(binary.BigEndian.Uint64(k))]; edited {
+							return nil
+						}
+					}
+					keep = append(keep, [2][]byte{slices.Clone(k), slices.Clone(v)})
+					return nil
+				}); err != nil {
+					return err
+				}
+			}
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
+			}
+		}
+		if err := tx.Bucket(bucketConvs).Delete([]byte(c.id)); err != nil {
+			return err
+		}
+		b, err := convBucket(tx, c.id)
+		if err != nil {
+			return err
+		}
+		vb := b.Bucket(bucketVectors)
+		for _, kv := range keep {
+			if err := vb.Put(kv[0], kv[1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.storageError(fmt.Errorf("reset derived state of %s: %w", c.id, err), "the logs are rewritten; the store rebuilds the rest when it next opens")
+	}
+	var n *conv
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		n, err = loadConv(tx, c.id)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	n.log = c.log
+	n.meta.Created = c.meta.Created
+	if n.replay, err = s.loadReplay(n); err != nil {
+		return nil, err
+	}
+	defer func() { n.replay = nil }()
+	if err := s.reconcileLog(ctx, n); err != nil {
+		return nil, err
+	}
+	if err := s.applyReplay(ctx, n); err != nil {
+		return nil, err
+	}
+	if n.dlog == nil {
+		if n.dlog, err = openDecisionLog(s.decisionsPath(c.id)); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// adopt takes over n's state (a rebuilt copy of c). c.mu is held for
+// writing.
+func (c *conv) adopt(n *conv) {
+	c.log, c.dlog, c.replay, c.meta = n.log, n.dlog, nil, n.meta
+	c.turns, c.ids, c.hashes, c.forgotten = n.turns, n.ids, n.hashes, n.forgotten
+	c.vocab, c.tagSeqs, c.relatedBy = n.vocab, n.tagSeqs, n.relatedBy
+	c.segs, c.tagSums, c.working, c.speakers, c.rules = n.segs, n.tagSums, n.working, n.speakers, n.rules
+	c.turnSums = n.turnSums
+	c.tagWords, c.wordTags = n.tagWords, n.wordTags
+	c.vecs, c.vecFailed, c.tagVecs = n.vecs, n.vecFailed, nil
+	c.tokens, c.damaged, c.active = n.tokens, n.damaged, n.active
+	c.rewrites++
+}
+
+// purgeIndex force-merges the full-text index so that deleted documents
+// leave its files (best effort; runs after a forget).
+func (s *Store) purgeIndex() {
+	p, ok := s.ix.(interface{ Purge(context.Context) error })
+	if !ok || !s.purging.CompareAndSwap(false, true) {
+		return
+	}
+	defer s.purging.Store(false)
+	if err := p.Purge(context.Background()); err != nil && !s.closed.Load() {
+		s.log.Warn("merging the index after forget failed; forgotten text leaves its files when the store closes", "err", err)
+	}
+}
+
+// compactDB rewrites a closed bbolt file into a fresh one, so that no freed
+// page keeps old bytes (after a forget).
+func compactDB(path string) error {
+	src, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("compact %s: %w", path, err)
+	}
+	defer src.Close()
+	tmp := path + ".compact"
+	_ = os.Remove(tmp)
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return fmt.Errorf("compact %s: %w", path, err)
+	}
+	if err := bolt.Compact(dst, src, 1<<20); err != nil {
+		_ = dst.Close()
+		_ = os.Remove(tmp)
+		return fmt.Errorf("compact %s: %w", path, err)
+	}
+	if err := dst.Close(); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("compact %s: %w", path, err)
+	}
+	_ = src.Close()
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("compact %s: %w", path, err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// scrubRequests takes the gone topics and forgotten turns out of a
+// conversation's request history (requests/<id>.jsonl), rewriting it
+// atomically.
+func (s *Store) scrubRequests(id string, gone, forgot map[string]bool) error {
+	if len(gone) == 0 && len(forgot) == 0 {
+		return nil
+	}
+	l := s.requestLog(id)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	path := s.requestsPath(id)
+	recs, err := readRequests(path, false)
+	if err != nil || len(recs) == 0 {
+		return err
+	}
+	drop := func(list []string, out map[string]bool) []string {
+		kept := list[:0:0]
+		for _, v := range list {
+			if !out[v] {
+				kept = append(kept, v)
+			}
+		}
+		return kept
+	}
+	var b bytes.Buffer
+	for i := range recs {
+		m := &recs[i].Memory
+		m.MatchedTags = drop(m.MatchedTags, gone)
+		m.TurnIDs = drop(m.TurnIDs, forgot)
+		sums := m.Summaries[:0:0]
+		for _, r := range m.Summaries {
+			if gone[r.Tag] {
+				if r.Kind == "tag" {
+					continue
+				}
+				r.Tag = ""
+			}
+			sums = append(sums, r)
+		}
+		m.Summaries = sums
+		inc := m.Included[:0:0]
+		for _, r := range m.Included {
+			if forgot[r.ID] || gone[r.ID] {
+				continue
+			}
+			if gone[r.Tag] {
+				r.Tag = ""
+			}
+			inc = append(inc, r)
+		}
+		m.Included = inc
+		line, err := json.Marshal(recs[i])
+		if err != nil {
+			return fmt.Errorf("encode request record: %w", err)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if err := atomicWrite(path, b.Bytes()); err != nil {
+		return err
+	}
+	l.count = len(recs)
+	return nil
+}
