@@ -111,11 +111,15 @@ func (s *Store) conversation(ctx context.Context, id string, create bool) (*conv
 	}
 	c.mu.RLock()
 	behind := local.Master != c.meta.LogSize || local.Decisions > c.meta.DecisionsSize
+	unindexed := len(c.turns) > c.meta.IndexedThrough || c.meta.SummariesIndexed != c.meta.SummaryGen
 	c.mu.RUnlock()
 	if behind {
 		if err := s.refresh(ctx, c); err != nil {
 			return nil, err
 		}
+	}
+	if behind || unindexed {
+		s.indexNow(ctx, c)
 	}
 	return c, nil
 }

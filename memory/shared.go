@@ -576,3 +576,23 @@ func (s *Store) pullAll() {
 		}
 	}
 }
+
+// indexNow indexes what other processes added before an operation reads
+// it, however much it is (a local store leaves a large replay to the
+// reconciler; a shared one answers reads caught up). A failure is left to
+// the reconciler.
+func (s *Store) indexNow(ctx context.Context, c *conv) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.turns) > c.meta.IndexedThrough {
+		if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns)); err != nil {
+			s.log.Warn("indexing shared turns failed; the reconciler retries", "conversation", c.id, "err", err)
+			s.kickReconciler()
+			return
+		}
+	}
+	if err := s.indexSummaries(ctx, c); err != nil {
+		s.log.Warn("indexing shared summaries failed; the reconciler retries", "conversation", c.id, "err", err)
+		s.kickReconciler()
+	}
+}

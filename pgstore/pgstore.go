@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -39,6 +40,10 @@ import (
 type Store struct {
 	pool *pgxpool.Pool
 	url  string
+	err  error // from New: returned by every call
+
+	mu       sync.Mutex
+	migrated bool
 }
 
 var _ memory.SharedLogs = (*Store)(nil)
@@ -71,31 +76,54 @@ func Redact(rawURL string) string {
 	return u.String()
 }
 
-// Open connects lazily (no connection is made until the first use) and
-// creates the schema on first use.
+// Open connects and creates the schema if needed.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	if err := Check(rawURL); err != nil {
+	s := New(rawURL)
+	if err := s.ensure(ctx); err != nil {
+		s.Close()
 		return nil, err
+	}
+	return s, nil
+}
+
+// New returns a Store that connects on first use (and creates the schema
+// then). A bad URL gives a Store whose every call fails with why.
+func New(rawURL string) *Store {
+	s := &Store{url: rawURL}
+	if s.err = Check(rawURL); s.err != nil {
+		return s
 	}
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("store %s: %w", Redact(rawURL), err)
+		s.err = fmt.Errorf("store %s: %w", Redact(rawURL), err)
+		return s
 	}
 	// Each appending operation holds a connection for its transaction, and
 	// waits for a conversation's lock on it: leave room for readers.
 	if cfg.MaxConns < 16 {
 		cfg.MaxConns = 16
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("store %s: %w", Redact(rawURL), err)
+	if s.pool, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
+		s.err = fmt.Errorf("store %s: %w", Redact(rawURL), err)
 	}
-	s := &Store{pool: pool, url: rawURL}
+	return s
+}
+
+// ensure creates the schema once.
+func (s *Store) ensure(ctx context.Context) error {
+	if s.err != nil {
+		return s.err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.migrated {
+		return nil
+	}
 	if err := s.migrate(ctx); err != nil {
-		pool.Close()
-		return nil, err
+		return err
 	}
-	return s, nil
+	s.migrated = true
+	return nil
 }
 
 const schema = `
@@ -154,12 +182,17 @@ func (s *Store) connErr(err error) error {
 
 // Close closes the pool.
 func (s *Store) Close() error {
-	s.pool.Close()
+	if s.pool != nil {
+		s.pool.Close()
+	}
 	return nil
 }
 
 // Heads implements memory.SharedLogs.
 func (s *Store) Heads(ctx context.Context, conv string) (memory.LogHeads, error) {
+	if err := s.ensure(ctx); err != nil {
+		return memory.LogHeads{}, err
+	}
 	var h memory.LogHeads
 	err := s.pool.QueryRow(ctx, `SELECT master_bytes, decisions_bytes FROM vc_conversations WHERE id = $1`, conv).Scan(&h.Master, &h.Decisions)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -173,6 +206,9 @@ func (s *Store) Heads(ctx context.Context, conv string) (memory.LogHeads, error)
 
 // List implements memory.SharedLogs.
 func (s *Store) List(ctx context.Context) (map[string]memory.LogHeads, error) {
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := s.pool.Query(ctx, `SELECT id, master_bytes, decisions_bytes FROM vc_conversations`)
 	if err != nil {
 		return nil, s.connErr(err)
@@ -198,6 +234,9 @@ func (s *Store) List(ctx context.Context) (map[string]memory.LogHeads, error) {
 // SetOwner records a conversation's owner (informational: vc-mcp does not
 // enforce it yet).
 func (s *Store) SetOwner(ctx context.Context, conv, owner string) error {
+	if err := s.ensure(ctx); err != nil {
+		return err
+	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO vc_conversations (id, owner) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET owner = excluded.owner`, conv, owner)
 	if err != nil {
 		return s.connErr(err)
@@ -213,6 +252,9 @@ type querier interface {
 
 // Read implements memory.SharedLogs, in one repeatable-read snapshot.
 func (s *Store) Read(ctx context.Context, conv string, from memory.LogHeads) (memory.LogLines, error) {
+	if err := s.ensure(ctx); err != nil {
+		return memory.LogLines{}, err
+	}
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return memory.LogLines{}, s.connErr(err)
@@ -274,6 +316,9 @@ type session struct {
 
 // Lock implements memory.SharedLogs.
 func (s *Store) Lock(ctx context.Context, conv string) (memory.SharedSession, error) {
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, s.connErr(err)

@@ -52,6 +52,7 @@ usage:
   vc-mcp import [--format chatgpt|claude] FILE   import ChatGPT or Claude history
   vc-mcp export --format markdown --out DIR [--conversation ID]
                              write memory as Markdown, one directory per topic
+  vc-mcp migrate --from DATA_DIR --to postgres://...   copy a local memory to PostgreSQL
   vc-mcp version [--json]    print the version and commit
   vc-mcp help [command]      this help; "vc-mcp serve -h" lists every flag
 
@@ -68,6 +69,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch cmd {
 	case "serve":
 		return runServe(ctx, args, stdin, stdout, stderr)
+	case "migrate":
+		return runMigrate(ctx, args, stdin, stdout, stderr)
 	case "rebuild":
 		return runRebuild(ctx, args, stderr)
 	case "proxy":

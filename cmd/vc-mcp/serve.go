@@ -99,7 +99,6 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 func memoryOptions(cfg settings, log *slog.Logger) memory.Options {
 	return memory.Options{
-		Dir:                 cfg.DataDir,
 		DefaultConversation: cfg.DefaultConversation,
 		ContextWindow:       cfg.ContextWindow,
 		SoftThreshold:       cfg.SoftThreshold,
@@ -108,6 +107,8 @@ func memoryOptions(cfg settings, log *slog.Logger) memory.Options {
 		MaxMessageBytes:     cfg.MaxMessageBytes,
 		LockTimeout:         lockTimeout,
 		Logger:              log,
+		Dir:                 storeDir(cfg),
+		Shared:              sharedLogs(cfg),
 	}
 }
 
