@@ -400,3 +400,28 @@ func (ss *session) Rollback(ctx context.Context) error {
 	}
 	return nil
 }
+
+// WithSchema creates the schema name (a plain identifier) if needed and
+// returns rawURL with its search_path set to it, so a Store on the result
+// keeps its tables there (the benchmarks give each run its own).
+func WithSchema(ctx context.Context, rawURL, name string) (string, error) {
+	if err := Check(rawURL); err != nil {
+		return "", err
+	}
+	conn, err := pgx.Connect(ctx, rawURL)
+	if err != nil {
+		return "", fmt.Errorf("PostgreSQL at %s: %w", Redact(rawURL), err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", fmt.Errorf("create schema %s: %w", name, err)
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	q.Set("search_path", name)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}

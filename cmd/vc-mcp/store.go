@@ -9,9 +9,11 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/vc-mcp/vc-mcp/memory"
+	"github.com/vc-mcp/vc-mcp/memory/bench"
 	"github.com/vc-mcp/vc-mcp/pgstore"
 )
 
@@ -91,4 +93,25 @@ func runMigrate(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fmt.Fprintf(stdout, "migrated %d conversations (%d lines) from %s to %s in %s; %d already there\n",
 		res.Conversations, res.Lines, *from, pgstore.Redact(*to), time.Since(start).Round(time.Millisecond), res.Skipped)
 	return nil
+}
+
+// benchOpener opens the benchmarks' memories: in their directory, or with a
+// store URL on PostgreSQL, each in a new schema of its own (so runs never
+// see each other's conversations; drop the vcbench_* schemas afterwards)
+// with the directory as its cache.
+func benchOpener(opts memory.Options, store string) bench.OpenFunc {
+	if store == "" {
+		return bench.StoreOpener(opts)
+	}
+	var n atomic.Int64
+	run := time.Now().UnixNano()
+	return func(ctx context.Context, dir string) (bench.Engine, error) {
+		u, err := pgstore.WithSchema(ctx, store, fmt.Sprintf("vcbench_%d_%d", run, n.Add(1)))
+		if err != nil {
+			return nil, err
+		}
+		o := opts
+		o.Shared = pgstore.New(u)
+		return bench.StoreOpener(o)(ctx, dir)
+	}
 }
