@@ -378,12 +378,16 @@ func (s *Store) push(ctx context.Context, id string, sess SharedSession) error {
 	if lines.Decisions, err = linesOf(s.decisionsPath(id), h.Decisions, local.Decisions); err != nil {
 		return err
 	}
+	// A caller that gave up after its lines were written locally still
+	// gets them shared: otherwise the cache would hold lines the shared logs
+	// lack.
+	ctx = context.WithoutCancel(ctx)
 	if !lines.empty() {
 		if err := sess.Append(ctx, lines); err != nil {
 			return err
 		}
 	}
-	return sess.Commit(context.WithoutCancel(ctx))
+	return sess.Commit(ctx)
 }
 
 // openShared brings the cache directory in line with the shared logs before

@@ -29,8 +29,10 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/vc-mcp/vc-mcp/memory"
@@ -304,6 +306,10 @@ func (s *Store) readLog(ctx context.Context, q querier, table, conv string, from
 	return lines, prev, nil
 }
 
+// LockWait bounds the wait for a conversation another process is writing
+// (a compaction waiting on a slow LLM holds it that long).
+var LockWait = 2 * time.Minute
+
 // session is one conversation's append transaction.
 type session struct {
 	s      *Store
@@ -327,7 +333,15 @@ func (s *Store) Lock(ctx context.Context, conv string) (memory.SharedSession, er
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return nil, s.connErr(err)
 	}
+	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", LockWait.Milliseconds())); err != nil {
+		return fail(err)
+	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('vc-mcp:' || $1::text, 0))`, conv); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("conversation %q is being written by another vc-mcp process (waited %s); call again later", conv, LockWait)
+		}
 		return fail(err)
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO vc_conversations (id) VALUES ($1) ON CONFLICT (id) DO NOTHING`, conv); err != nil {

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -328,5 +329,81 @@ func TestMigrateRoundTrip(t *testing.T) {
 	}
 	if gotSt.Totals.Turns != wantSt.Totals.Turns || gotSt.Totals.Segments != wantSt.Totals.Segments || gotSt.Totals.TagSummaries != wantSt.Totals.TagSummaries {
 		t.Fatalf("status differs: local %+v, shared %+v", wantSt.Totals, gotSt.Totals)
+	}
+}
+
+// TestLockWaitIsBounded: a conversation held by another writer gives a clear
+// error after LockWait, and the holder's commit is what others then see.
+func TestLockWaitIsBounded(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	a, err := pgstore.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := pgstore.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	held, err := a.Lock(ctx, "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := pgstore.LockWait
+	pgstore.LockWait = 300 * time.Millisecond
+	defer func() { pgstore.LockWait = old }()
+	if _, err := b.Lock(ctx, "busy"); err == nil || !strings.Contains(err.Error(), "being written by another vc-mcp process") {
+		t.Fatalf("second writer: %v", err)
+	}
+	if err := held.Append(ctx, memory.LogLines{Master: [][]byte{[]byte("x\n")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := held.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.Lock(ctx, "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Rollback(ctx)
+	if h := s.Heads(); h.Master != 2 {
+		t.Fatalf("heads after the holder's commit: %+v", h)
+	}
+	if _, err := b.Read(ctx, "busy", memory.LogHeads{Master: 1}); !errors.Is(err, memory.ErrLogMismatch) {
+		t.Fatalf("reading from inside a line: %v, want ErrLogMismatch", err)
+	}
+}
+
+// TestCacheNotMatchingIsRebuilt: a cache directory whose files are not a
+// prefix of the database's logs (here: filled from another database) is
+// emptied and rebuilt from the database when the store opens.
+func TestCacheNotMatchingIsRebuilt(t *testing.T) {
+	db1, db2 := pgtest.URL(t), pgtest.URL(t)
+	ctx := context.Background()
+	cache := t.TempDir()
+	s1 := open(t, db1, cache, 0)
+	ingest(t, s1, "c", "alpha: the first database's words.", "alpha again, and more alpha.")
+	s1.Close()
+	s2 := open(t, db2, t.TempDir(), 0)
+	ingest(t, s2, "c", "beta: the second database's words.")
+	s2.Close()
+
+	s := open(t, db2, cache, 0)
+	defer s.Close()
+	st, err := s.Status(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := s.FindQuote(ctx, memory.FindQuoteRequest{ConversationID: "c", Query: "alpha"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Totals.Turns != 1 || len(q.Quotes) != 0 {
+		t.Fatalf("cache of db1 opened on db2: %d turns, %d alpha quotes; want db2's 1 turn and none", st.Totals.Turns, len(q.Quotes))
+	}
+	if r := ingest(t, s, "c", "gamma."); r.TurnIDs[0] != "t2" {
+		t.Fatalf("next turn %v, want t2", r.TurnIDs)
 	}
 }
