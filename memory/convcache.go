@@ -105,11 +105,12 @@ func (s *Store) conversation(ctx context.Context, id string, create bool) (*conv
 		return nil, err
 	}
 	// Loaded before the lines arrived (here or by another caller): replay them.
+	c.mu.RLock() // writers of this process change the files under c.mu
 	local, err := s.localHeads(id)
 	if err != nil {
+		c.mu.RUnlock()
 		return nil, err
 	}
-	c.mu.RLock()
 	behind := local.Master != c.meta.LogSize || local.Decisions > c.meta.DecisionsSize
 	unindexed := len(c.turns) > c.meta.IndexedThrough || c.meta.SummariesIndexed != c.meta.SummaryGen
 	c.mu.RUnlock()

@@ -125,7 +125,7 @@ func TestConcurrentIngestAndRecall(t *testing.T) {
 	var ingests, recalls, errs atomic.Int64
 	running := func() bool {
 		el := time.Since(begin)
-		return el < time.Duration(secs)*time.Second || (ingests.Load() < 30 && el < 45*time.Second)
+		return el < time.Duration(secs)*time.Second || (ingests.Load() < 20 && el < 30*time.Second)
 	}
 	for p, s := range procs {
 		for w := 0; w < 2; w++ {
