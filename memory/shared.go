@@ -89,6 +89,11 @@ type SharedSession interface {
 	Commit(ctx context.Context) error
 	// Rollback ends the session without its appends; a no-op after Commit.
 	Rollback(ctx context.Context) error
+	// Rewrite replaces every line of both logs with lines, in this
+	// transaction (forget's rewrite: others see the old logs or the new ones,
+	// never a mix; a cache holding the old ones no longer matches and is
+	// rebuilt). The store does not call it yet.
+	Rewrite(ctx context.Context, lines LogLines) error
 }
 
 // staleFile marks a cache directory to rebuild from the shared logs.

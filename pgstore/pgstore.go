@@ -393,6 +393,22 @@ func (ss *session) Append(ctx context.Context, l memory.LogLines) error {
 	return nil
 }
 
+// Rewrite implements memory.SharedSession: the conversation's rows are
+// deleted and lines inserted in their place, in the session's transaction.
+// This is the only statement that removes log rows.
+func (ss *session) Rewrite(ctx context.Context, l memory.LogLines) error {
+	if ss.closed {
+		return errors.New("rewrite after the session ended")
+	}
+	for _, table := range []string{"vc_master_log", "vc_decisions"} {
+		if _, err := ss.tx.Exec(ctx, `DELETE FROM `+table+` WHERE conversation = $1`, ss.conv); err != nil {
+			return ss.s.connErr(err)
+		}
+	}
+	ss.heads, ss.lines = memory.LogHeads{}, [2]int64{}
+	return ss.Append(ctx, l)
+}
+
 func (ss *session) Commit(ctx context.Context) error {
 	if ss.closed {
 		return nil

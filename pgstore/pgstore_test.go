@@ -407,3 +407,48 @@ func TestCacheNotMatchingIsRebuilt(t *testing.T) {
 		t.Fatalf("next turn %v, want t2", r.TurnIDs)
 	}
 }
+
+// TestRewriteIsAtomic: a rewrite (forget's) replaces both logs in one
+// transaction; a reader sees the old lines or the new ones.
+func TestRewriteIsAtomic(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	s, err := pgstore.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sess, err := s.Lock(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := memory.LogLines{Master: [][]byte{[]byte("one\n"), []byte("two\n")}, Decisions: [][]byte{[]byte("d1\n")}}
+	if err := sess.Append(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sess, err = s.Lock(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Rewrite(ctx, memory.LogLines{Master: [][]byte{[]byte("two\n")}, Decisions: [][]byte{[]byte("d1\n"), []byte("tombstone\n")}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Read(ctx, "r", memory.LogHeads{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Master) != 2 || len(got.Decisions) != 1 {
+		t.Fatalf("before commit a reader sees %d/%d lines, want the old 2/1", len(got.Master), len(got.Decisions))
+	}
+	if err := sess.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.Read(ctx, "r", memory.LogHeads{})
+	h, _ := s.Heads(ctx, "r")
+	if len(got.Master) != 1 || string(got.Master[0]) != "two\n" || len(got.Decisions) != 2 || h != (memory.LogHeads{Master: 4, Decisions: 13}) {
+		t.Fatalf("after the rewrite: %q %q, heads %+v", got.Master, got.Decisions, h)
+	}
+}
