@@ -262,7 +262,10 @@ func linesOf(path string, from, to int64) ([][]byte, error) {
 // catches the cache up. It reports whether the cache files changed.
 func (s *Store) sharedBefore(ctx context.Context, o *op, id string) (bool, error) {
 	if o != nil && o.appends {
-		if _, ok := o.sessions[id]; ok {
+		s.mu.Lock()
+		_, ok := o.sessions[id]
+		s.mu.Unlock()
+		if ok {
 			return false, nil
 		}
 		sess, err := s.shared.logs.Lock(ctx, id)
