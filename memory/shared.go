@@ -272,12 +272,6 @@ func (s *Store) sharedBefore(ctx context.Context, o *op, id string) (bool, error
 		if err != nil {
 			return false, sharedError(fmt.Errorf("lock conversation %q: %w", id, err), "nothing was stored")
 		}
-		s.mu.Lock()
-		if o.sessions == nil {
-			o.sessions = map[string]SharedSession{}
-		}
-		o.sessions[id] = sess
-		s.mu.Unlock()
 		pulled, ahead, err := s.pull(ctx, id, sess.Heads(), func(from LogHeads) (LogLines, error) { return sess.Read(ctx, from) })
 		if err == nil && ahead {
 			// Lines this process wrote that never reached the shared logs:
@@ -285,7 +279,19 @@ func (s *Store) sharedBefore(ctx context.Context, o *op, id string) (bool, error
 			// where they began.
 			err = s.checkAhead(ctx, id, sess)
 		}
-		return pulled, err
+		if err != nil {
+			// Only a session whose cache extends the shared logs may send
+			// anything: this one ends here.
+			_ = sess.Rollback(context.WithoutCancel(ctx))
+			return pulled, err
+		}
+		s.mu.Lock()
+		if o.sessions == nil {
+			o.sessions = map[string]SharedSession{}
+		}
+		o.sessions[id] = sess
+		s.mu.Unlock()
+		return pulled, nil
 	}
 	heads, err := s.shared.logs.Heads(ctx, id)
 	if err != nil {
@@ -367,7 +373,7 @@ func (s *Store) commitShared(ctx context.Context) error {
 	for id, sess := range sessions {
 		if err := s.push(ctx, id, sess); err != nil {
 			_ = sess.Rollback(context.WithoutCancel(ctx))
-			errs = append(errs, sharedError(fmt.Errorf("commit conversation %q: %w", id, err), "this call's changes were not shared; they are sent with the next write to this conversation"))
+			errs = append(errs, sharedError(fmt.Errorf("commit conversation %q: %w", id, err), "this call was not shared: its changes go with this process's next write to the conversation if no other process writes it first, else they are dropped"))
 		}
 	}
 	return errors.Join(errs...)
@@ -385,6 +391,18 @@ func (s *Store) push(ctx context.Context, id string, sess SharedSession) error {
 	}
 	if lines.Decisions, err = linesOf(s.decisionsPath(id), h.Decisions, local.Decisions); err != nil {
 		return err
+	}
+	// Only records that verify leave the cache (a bug or a damaged cache
+	// must not reach every process).
+	for _, l := range lines.Master {
+		if _, err := verifyLine(l[:len(l)-1]); err != nil {
+			return fmt.Errorf("refusing to share a master log line that does not verify: %w", err)
+		}
+	}
+	for _, l := range lines.Decisions {
+		if _, ok := decodeDecision(l[:len(l)-1]); !ok {
+			return fmt.Errorf("refusing to share a decisions log line that does not verify: %q", clip(string(l), 80))
+		}
 	}
 	// A caller that gave up after its lines were written locally still
 	// gets them shared: otherwise the cache would hold lines the shared logs
