@@ -123,6 +123,11 @@ type Options struct {
 	// and loaded again on demand. 0 means 256.
 	MaxOpenConversations int
 
+	// Shared, when set, holds the logs in a store shared with other
+	// processes (PostgreSQL, package pgstore); Dir is then this process's
+	// cache of it (see shared.go). Close closes it.
+	Shared SharedLogs
+
 	// noSync skips bbolt's fsync: only for tests that build large
 	// fixtures, where durability is not what they check.
 	noSync bool

@@ -32,6 +32,10 @@ type convEntry struct {
 type op struct {
 	write  bool
 	pinned map[*convEntry]bool // guarded by Store.mu
+	// appends: the operation may append to the logs; with shared logs it
+	// holds each conversation's lock in sessions (shared.go).
+	appends  bool
+	sessions map[string]SharedSession // guarded by Store.mu
 }
 
 type opKey struct{}
@@ -39,11 +43,12 @@ type opKey struct{}
 // opKind says whether an operation may write a conversation's state. A
 // writing operation pins every conversation it loads, so that no other
 // copy of that conversation can be loaded (and written) while it runs.
-type opKind bool
+type opKind int
 
 const (
-	opRead  opKind = false
-	opWrite opKind = true
+	opRead   opKind = iota
+	opWrite         // writes derived state only
+	opAppend        // may append to the logs (shared logs: takes their lock)
 )
 
 // begin starts an operation: it fails with ErrClosed once Close has begun,
@@ -60,8 +65,14 @@ func (s *Store) begin(ctx context.Context, kind opKind) (context.Context, func()
 	}
 	s.ops++
 	s.mu.Unlock()
-	o := &op{write: bool(kind)}
-	return context.WithValue(ctx, opKey{}, o), func() {
+	o := &op{write: kind != opRead, appends: kind == opAppend}
+	octx := context.WithValue(ctx, opKey{}, o)
+	return octx, func() {
+		if s.shared != nil {
+			if err := s.commitShared(octx); err != nil {
+				s.log.Error("sharing an operation's writes failed", "err", err)
+			}
+		}
 		s.mu.Lock()
 		for e := range o.pinned {
 			e.refs--
@@ -82,6 +93,39 @@ func (s *Store) begin(ctx context.Context, kind opKind) (context.Context, func()
 // loads (bbolt read, log verification, replay) without it, and callers
 // asking for one that is loading wait for that load alone.
 func (s *Store) conversation(ctx context.Context, id string, create bool) (*conv, error) {
+	if s.shared == nil {
+		return s.conversationLocal(ctx, id, create)
+	}
+	o, _ := ctx.Value(opKey{}).(*op)
+	if _, err := s.sharedBefore(ctx, o, id); err != nil {
+		return nil, err
+	}
+	c, err := s.conversationLocal(ctx, id, create)
+	if err != nil {
+		return nil, err
+	}
+	// Loaded before the lines arrived (here or by another caller): replay them.
+	c.mu.RLock() // writers of this process change the files under c.mu
+	local, err := s.localHeads(id)
+	if err != nil {
+		c.mu.RUnlock()
+		return nil, err
+	}
+	behind := local.Master != c.meta.LogSize || local.Decisions > c.meta.DecisionsSize
+	unindexed := len(c.turns) > c.meta.IndexedThrough || c.meta.SummariesIndexed != c.meta.SummaryGen
+	c.mu.RUnlock()
+	if behind {
+		if err := s.refresh(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	if behind || unindexed {
+		s.indexNow(ctx, c)
+	}
+	return c, nil
+}
+
+func (s *Store) conversationLocal(ctx context.Context, id string, create bool) (*conv, error) {
 	o, _ := ctx.Value(opKey{}).(*op)
 	s.mu.Lock()
 	if s.closing {
@@ -112,7 +156,7 @@ func (s *Store) conversation(ctx context.Context, id string, create bool) (*conv
 	s.mu.Lock()
 	if e, ok = s.convs[id]; ok { // another caller began loading it meanwhile
 		s.mu.Unlock()
-		return s.conversation(ctx, id, create)
+		return s.conversationLocal(ctx, id, create)
 	}
 	e = &convEntry{id: id, ready: make(chan struct{})}
 	e.elem = s.lru.PushFront(e)

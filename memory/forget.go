@@ -40,6 +40,11 @@ import (
 // logs in the background), so no byte of a forgotten message outlives the
 // process that forgot it. While that process runs, answers never show it.
 
+// errSharedRewrite refuses a log rewrite on a shared (PostgreSQL) store:
+// its logs are append-only rows other processes have already read.
+var errSharedRewrite = fmt.Errorf("%w: forgetting or redacting stored turns is not available on a shared PostgreSQL store yet; "+
+	"migrate the memory to a local data directory (vc-mcp export, then import), forget there, and migrate it back", ErrInvalid)
+
 // ForgetRequest selects turns to forget. At least one selector is needed;
 // when several are given a turn must match all of them.
 type ForgetRequest struct {
@@ -74,6 +79,9 @@ type ForgetResult struct {
 // Forget removes the selected turns from the conversation and everything
 // derived from them (see the comment at the top of forget.go).
 func (s *Store) Forget(ctx context.Context, req ForgetRequest) (ForgetResult, error) {
+	if s.shared != nil && !req.DryRun {
+		return ForgetResult{}, errSharedRewrite
+	}
 	ctx, end, err := s.begin(ctx, opWrite)
 	if err != nil {
 		return ForgetResult{}, err

@@ -29,7 +29,7 @@ const sessionGap = 30 * time.Minute
 // vocabulary, and the batch is checked for duplicates again before it is
 // appended under the write lock.
 func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, error) {
-	ctx, end, err := s.begin(ctx, opWrite)
+	ctx, end, err := s.begin(ctx, opAppend)
 	if err != nil {
 		return IngestResult{}, err
 	}
@@ -139,6 +139,11 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 	c.mu.RLock()
 	res.ActiveTokens, res.TotalTurns = c.active, len(c.turns)
 	c.mu.RUnlock()
+	if s.shared != nil {
+		if err := s.commitShared(ctx); err != nil {
+			return res, err
+		}
+	}
 	return res, nil
 }
 

@@ -23,7 +23,7 @@ const (
 // the master log) trimmed to the budget, and records the working-set change,
 // evicting the coldest topics when over the working-set budget.
 func (s *Store) Expand(ctx context.Context, req ExpandRequest) (ExpandResult, error) {
-	ctx, end, err := s.begin(ctx, opWrite)
+	ctx, end, err := s.begin(ctx, opAppend)
 	if err != nil {
 		return ExpandResult{}, err
 	}
@@ -191,7 +191,7 @@ func (s *Store) writeSpanRef(c *conv, seqs []int, budget, used int, b *strings.B
 // Collapse pages a topic out (collapse_topic): to its summary, or out of
 // the working set entirely. It reports the tokens freed.
 func (s *Store) Collapse(ctx context.Context, req CollapseRequest) (CollapseResult, error) {
-	ctx, end, err := s.begin(ctx, opWrite)
+	ctx, end, err := s.begin(ctx, opAppend)
 	if err != nil {
 		return CollapseResult{}, err
 	}

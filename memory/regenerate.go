@@ -31,7 +31,7 @@ type RegenerateResult struct {
 // summaries replace the old ones in one transaction: a failure leaves the
 // old ones in place. Segment boundaries do not change.
 func (s *Store) RegenerateSummaries(ctx context.Context, req RegenerateRequest) (RegenerateResult, error) {
-	ctx, end, err := s.begin(ctx, opWrite)
+	ctx, end, err := s.begin(ctx, opAppend)
 	if err != nil {
 		return RegenerateResult{}, err
 	}

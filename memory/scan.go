@@ -76,6 +76,9 @@ func secretsFound(before, after string) map[string]int {
 // Redact, each turn holding a secret is rewritten with the placeholder in
 // place of the secret, and everything derived from it follows.
 func (s *Store) Scan(ctx context.Context, req ScanRequest) (ScanResult, error) {
+	if s.shared != nil && req.Redact {
+		return ScanResult{}, errSharedRewrite
+	}
 	ctx, end, err := s.begin(ctx, opWrite)
 	if err != nil {
 		return ScanResult{}, err

@@ -100,6 +100,7 @@ type Store struct {
 	// Per-tag expiry (ttl.go); nil without Options.TagTTL.
 	stopTTL context.CancelFunc
 	ttlDone chan struct{}
+	shared *sharedState // nil unless Options.Shared (shared.go)
 
 	// Background embedding (semantic memory); nil channels without an Embedder.
 	kick      chan struct{}
@@ -224,6 +225,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := s.set.load(); err != nil {
 		s.log.Warn("run-time settings not applied", "err", err)
 	}
+	if opts.Shared != nil {
+		s.shared = &sharedState{logs: opts.Shared, files: map[string]*sync.Mutex{}}
+	}
 	if s.tagger == nil {
 		s.tagger = tagging.NewKeyword(opts.KeywordTagging)
 	}
@@ -239,6 +243,27 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	if err := writeHolder(opts.Dir); err != nil {
 		return fail(err)
+	}
+	if s.shared != nil {
+		if err := s.prepareShared(ctx, func() error {
+			if err := s.db.Close(); err != nil {
+				return err
+			}
+			if err := os.Remove(dbPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("empty the cache: %w", err)
+			}
+			if err := removeCache(opts.Dir); err != nil {
+				return err
+			}
+			ndb, err := bolt.Open(dbPath, 0o600, &bolt.Options{Timeout: opts.LockTimeout, NoSync: opts.noSync})
+			if err != nil {
+				return fmt.Errorf("reopen %s: %w", dbPath, err)
+			}
+			s.db, db = ndb, ndb
+			return nil
+		}); err != nil {
+			return fail(err)
+		}
 	}
 	if err := s.initSchema(); err != nil {
 		return fail(err)
@@ -491,6 +516,11 @@ func (s *Store) Close() error {
 		}
 	}
 	_ = os.Remove(filepath.Join(s.opts.Dir, holderFile))
+	if s.shared != nil {
+		if err := s.shared.logs.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close the shared store: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -553,6 +583,9 @@ func (s *Store) recover(ctx context.Context) error {
 
 // conversationIDs lists every conversation with a master log, sorted.
 func (s *Store) conversationIDs() ([]string, error) {
+	if s.shared != nil {
+		s.pullAll()
+	}
 	entries, err := os.ReadDir(filepath.Join(s.opts.Dir, logsDir))
 	if err != nil {
 		return nil, fmt.Errorf("list master logs: %w", err)

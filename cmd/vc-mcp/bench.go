@@ -62,6 +62,7 @@ func benchLoCoMo(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	perQuestion := fs.Bool("per-question", false, "keep per-question scores in the JSON report")
 	variants := fs.String("variants", "", "ranking ablations run beside vc-mcp, ';'-separated NAME=OVERRIDES, e.g. 'nospeaker=speaker=1;noexpand=expand=0' (weights: see memory.Ranking)")
 	modelDir := fs.String("model", "", "embedding model directory for dense, hybrid and vc-mcp's semantic signals (default: the default model dir, used when a model is there)")
+	store := fs.String("store", "", "also run vc-mcp with its memory on this PostgreSQL URL (one new schema per conversation), as vc-mcp/postgres")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func benchLoCoMo(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return fmt.Errorf("bench locomo: %w", err)
 	}
-	counter, ms, err := benchMethods(ctx, "bench locomo", *methods, *modelDir, *variants, stderr)
+	counter, ms, err := benchMethods(ctx, "bench locomo", *methods, *modelDir, *variants, *store, stderr)
 	if err != nil {
 		return err
 	}
@@ -134,7 +135,7 @@ func benchAssistant(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *n <= 0 || *n > 100 || *filler <= 0 || *filler > 5000 {
 		return errors.New("bench assistant: --conversations must be 1..100 and --filler 1..5000")
 	}
-	counter, ms, err := benchMethods(ctx, "bench assistant", *methods, *modelDir, *variants, stderr)
+	counter, ms, err := benchMethods(ctx, "bench assistant", *methods, *modelDir, *variants, "", stderr)
 	if err != nil {
 		return err
 	}
@@ -192,6 +193,7 @@ func benchScale(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	seed := fs.Uint64("seed", 1, "generator seed")
 	jsonOut := fs.String("json", "", "also write the report as JSON to FILE")
 	svgDir := fs.String("svg", "", "write latency-vs-turns.svg into DIR")
+	store := fs.String("store", "", "run on this PostgreSQL URL (a new schema per size) instead of the data directory alone")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -205,9 +207,12 @@ func benchScale(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return fmt.Errorf("bench scale: find own executable: %w", err)
 		}
 	}
+	if *store != "" {
+		bin = "" // initialize is timed on a data directory alone
+	}
 	rep, err := bench.RunScale(ctx, bench.ScaleConfig{
 		Sizes: ns, Queries: *queries, Seed: *seed, Binary: bin,
-		Open: bench.StoreOpener(memory.Options{}), Progress: stderr,
+		Open: benchOpener(memory.Options{}, *store), Progress: stderr,
 	})
 	if err != nil {
 		return fmt.Errorf("bench scale: %w", err)
@@ -331,7 +336,7 @@ func writeSVG(dir, name string, c bench.Chart) error {
 // benchMethods builds the methods a benchmark compares, by name (truncation,
 // bm25, dense, hybrid, vc-mcp and its --variants), with the embedding model
 // of modelDir when there is one; cmd prefixes errors and notes.
-func benchMethods(ctx context.Context, cmd, names, modelDir, variants string, stderr io.Writer) (*bench.Counter, []bench.Method, error) {
+func benchMethods(ctx context.Context, cmd, names, modelDir, variants, store string, stderr io.Writer) (*bench.Counter, []bench.Method, error) {
 	counter, err := bench.NewCounter()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", cmd, err)
@@ -362,6 +367,9 @@ func benchMethods(ctx context.Context, cmd, names, modelDir, variants string, st
 			}
 		case "vc-mcp":
 			ms = append(ms, bench.VCMCP{Open: bench.StoreOpener(opts)})
+			if store != "" { // the same memory on PostgreSQL, beside it
+				ms = append(ms, bench.VCMCP{Open: benchOpener(opts, store), Variant: "postgres"})
+			}
 			vs, err := rankingVariants(opts, variants)
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: --variants: %w", cmd, err)

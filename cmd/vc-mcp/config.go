@@ -36,6 +36,7 @@ type settings struct {
 	LogLevel            string
 	LogFile             string
 	MarkdownMirror      string
+	Store               string // "" or a postgres:// URL (store.go)
 	HTTPAddr            string
 	AllowRemote         bool
 	AllowOrigins        []string
@@ -137,6 +138,9 @@ var settingKeys = []settingKey{
 	{name: "markdown_mirror", env: "VC_MARKDOWN_MIRROR", flag: "markdown-mirror", def: constant(""),
 		help: "Directory where `serve` keeps a Markdown view of memory up to date (see Markdown view); it is never read back. Empty = no mirror.",
 		set:  func(c *settings, v string) error { c.MarkdownMirror = v; return nil }},
+	{name: "store", env: "VC_STORE", flag: "store", def: constant(""),
+		help: "Where the memory lives: empty for the data directory alone, or a `postgres://user@host:5432/db` URL to share one memory between vc-mcp processes and machines; the data directory then holds this process's cache of it (see Team memory on PostgreSQL). Give the password with `PGPASSWORD` or `~/.pgpass`, not in the URL.",
+		set:  setStore},
 	{name: "http", env: "VC_HTTP", flag: "http", def: constant(""),
 		help: "Serve Streamable HTTP at `/mcp` and legacy SSE at `/sse` on this address (e.g. `127.0.0.1:5757`) instead of stdio.",
 		set:  func(c *settings, v string) error { c.HTTPAddr = v; return nil }},

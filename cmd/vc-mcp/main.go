@@ -73,6 +73,7 @@ usage:
   vc-mcp forget --conversation ID [--query P] [--turn t12] [--tag T] [--before TIME] [--dry-run] [--yes]
                              forget turns for good (summaries remade, tombstone kept)
   vc-mcp scan [--conversation ID] [--redact]   find (and redact) secrets already stored
+  vc-mcp migrate --from DATA_DIR --to postgres://...   copy a local memory to PostgreSQL
   vc-mcp version [--json]    print the version and commit
   vc-mcp help [command]      this help; "vc-mcp serve -h" lists every flag
 
@@ -90,6 +91,7 @@ var legacyCommands = []struct {
 	run         commandFunc
 }{
 	{"serve", "serve MCP over stdio (the default) or HTTP", runServe},
+	{"migrate", "copy a local memory to PostgreSQL", runMigrate},
 	{"rebuild", "recreate vc.db and the index from the master logs", func(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) error {
 		return runRebuild(ctx, args, stderr)
 	}},

@@ -100,7 +100,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 func memoryOptions(cfg settings, log *slog.Logger) memory.Options {
 	return memory.Options{
-		Dir:                  cfg.DataDir,
+		Dir:                  storeDir(cfg),
 		DefaultConversation:  cfg.DefaultConversation,
 		ContextWindow:        cfg.ContextWindow,
 		SoftThreshold:        cfg.SoftThreshold,
@@ -121,6 +121,7 @@ func memoryOptions(cfg settings, log *slog.Logger) memory.Options {
 		ContextItems:  cfg.ContextItems,
 		ContextSearch: cfg.ContextSearch,
 		Assembly:      cfg.Assembly,
+		Shared:        sharedLogs(cfg),
 	}
 }
 

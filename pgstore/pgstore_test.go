@@ -1,0 +1,480 @@
+package pgstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/vc-mcp/vc-mcp/internal/pgtest"
+	"github.com/vc-mcp/vc-mcp/memory"
+	"github.com/vc-mcp/vc-mcp/pgstore"
+)
+
+func text(s string) json.RawMessage { b, _ := json.Marshal(s); return b }
+
+// open opens a Store whose logs are in the database at url, with its own
+// cache directory (one "process").
+func open(t testing.TB, url, dir string, window int) *memory.Store {
+	t.Helper()
+	ctx := context.Background()
+	logs, err := pgstore.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := memory.Open(ctx, memory.Options{Dir: dir, Shared: logs, ContextWindow: window, ProtectedTurns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func ingest(t testing.TB, s *memory.Store, conv string, msgs ...string) memory.IngestResult {
+	t.Helper()
+	var ms []memory.Message
+	for i, m := range msgs {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		ms = append(ms, memory.Message{Role: role, Content: text(m)})
+	}
+	res, err := s.Ingest(context.Background(), memory.IngestRequest{ConversationID: conv, Messages: ms})
+	if err != nil {
+		t.Fatalf("ingest into %s: %v", conv, err)
+	}
+	return res
+}
+
+func TestTwoProcessesShareOneMemory(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	a := open(t, url, t.TempDir(), 0)
+	defer a.Close()
+	b := open(t, url, t.TempDir(), 0)
+	defer b.Close()
+
+	ingest(t, a, "team", "We picked PostgreSQL 15 for the shared memory.", "Noted: PostgreSQL 15, advisory locks per conversation.")
+	q, err := b.FindQuote(ctx, memory.FindQuoteRequest{ConversationID: "team", Query: "advisory locks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Quotes) == 0 || q.Quotes[0].TurnID != "t2" {
+		t.Fatalf("process B does not find what A stored: %+v", q)
+	}
+	ingest(t, b, "team", "The cache lives in each data directory.", "So recall ranking is the same code.")
+	ra, err := a.Recall(ctx, memory.RecallRequest{ConversationID: "team", Message: "where does the cache live?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := b.Recall(ctx, memory.RecallRequest{ConversationID: "team", Message: "where does the cache live?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ra.Text != rb.Text || !strings.Contains(ra.Text, "cache lives") {
+		t.Fatalf("the two processes recall differently:\nA: %s\nB: %s", ra.Text, rb.Text)
+	}
+	sa, _ := a.Status(ctx, "team")
+	sb, _ := b.Status(ctx, "team")
+	if sa.Totals.Turns != 4 || sb.Totals.Turns != 4 {
+		t.Fatalf("turns: A %d, B %d, want 4", sa.Totals.Turns, sb.Totals.Turns)
+	}
+	// A resend through the other process is recognised as one.
+	if r := ingest(t, a, "team", "The cache lives in each data directory.", "So recall ranking is the same code."); r.Stored != 0 || r.Duplicates != 2 {
+		t.Fatalf("resend through A stored %d, duplicates %d", r.Stored, r.Duplicates)
+	}
+	// A new conversation made by B is listed by A.
+	ingest(t, b, "other", "A second space.")
+	convs, err := a.Conversations(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(convs) != 2 {
+		t.Fatalf("A lists %d conversations, want 2: %+v", len(convs), convs)
+	}
+}
+
+// TestConcurrentIngestAndRecall: two processes ingest and recall the same
+// conversations at once, with a window small enough to compact often. Every
+// message must be stored exactly once, and no turn compacted twice.
+// VC_PG_STRESS_SECONDS sets the duration (default 3; the issue's run is 60).
+func TestConcurrentIngestAndRecall(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	secs := 3
+	if v := os.Getenv("VC_PG_STRESS_SECONDS"); v != "" {
+		secs, _ = strconv.Atoi(v)
+	}
+	procs := []*memory.Store{open(t, url, t.TempDir(), 400), open(t, url, t.TempDir(), 400)}
+	convs := []string{"c1", "c2"}
+	// Run for secs, and on a slow machine (the race detector, a loaded CI
+	// runner) on until enough was ingested to compact both conversations
+	// several times, within a bound.
+	begin := time.Now()
+	var wg sync.WaitGroup
+	var sent sync.Map // message -> true
+	var ingests, recalls, errs atomic.Int64
+	running := func() bool {
+		el := time.Since(begin)
+		return el < time.Duration(secs)*time.Second || (ingests.Load() < 20 && el < 30*time.Second)
+	}
+	for p, s := range procs {
+		for w := 0; w < 2; w++ {
+			wg.Add(2)
+			go func() { // writer
+				defer wg.Done()
+				for i := 0; running(); i++ {
+					conv := convs[(i+w)%len(convs)]
+					m := fmt.Sprintf("process %d writer %d message %d: the deployment of service %d failed at the database migration step, so we rolled back, paged the on-call engineer, wrote a postmortem about connection pool limits, and agreed to add a canary stage with automatic rollback before the next release of the billing and invoicing components", p, w, i, i%7)
+					_, err := s.Ingest(ctx, memory.IngestRequest{ConversationID: conv, Messages: []memory.Message{{Role: "user", Content: text(m), ID: fmt.Sprintf("p%dw%di%d", p, w, i)}}})
+					if err != nil {
+						errs.Add(1)
+						t.Errorf("ingest: %v", err)
+						return
+					}
+					sent.Store(conv+"\x00"+m, true)
+					ingests.Add(1)
+				}
+			}()
+			go func() { // reader
+				defer wg.Done()
+				for i := 0; running(); i++ {
+					if _, err := s.Recall(ctx, memory.RecallRequest{ConversationID: convs[i%len(convs)], Message: "deployment of service 3"}); err != nil && !strings.Contains(err.Error(), "no stored messages") {
+						errs.Add(1)
+						t.Errorf("recall: %v", err)
+						return
+					}
+					recalls.Add(1)
+					time.Sleep(20 * time.Millisecond) // leave the 2 CI cores to the writers too
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for _, s := range procs {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%v: %d ingests, %d recalls, %d errors", time.Since(begin).Round(time.Millisecond), ingests.Load(), recalls.Load(), errs.Load())
+
+	// What the database holds: every acknowledged message once, no other.
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	stored := map[string]int{}
+	rows, err := conn.Query(ctx, `SELECT conversation, line FROM vc_master_log ORDER BY conversation, seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var conv string
+		var line []byte
+		if err := rows.Scan(&conv, &line); err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			Content string `json:"content"`
+		}
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("row of %s is not JSON: %v", conv, err)
+		}
+		stored[conv+"\x00"+r.Content]++
+	}
+	rows.Close()
+	lost, dup, acked := 0, 0, 0
+	sent.Range(func(k, _ any) bool {
+		acked++
+		if stored[k.(string)] == 0 {
+			lost++
+		}
+		return true
+	})
+	for k, n := range stored {
+		if n > 1 {
+			dup++
+			t.Errorf("stored %d times: %q", n, k)
+		}
+	}
+	if lost > 0 || dup > 0 || acked == 0 {
+		t.Fatalf("%d acknowledged, %d lost, %d duplicated", acked, lost, dup)
+	}
+
+	// Compactions: each turn in at most one segment, segments contiguous.
+	compactions := 0
+	for _, conv := range convs {
+		rows, err := conn.Query(ctx, `SELECT line FROM vc_decisions WHERE conversation = $1 ORDER BY seq`, conv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := 1
+		for rows.Next() {
+			var line []byte
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			_, body, _ := strings.Cut(string(line), " ")
+			var d struct {
+				Kind     string `json:"kind"`
+				Segments []struct {
+					First, Last int
+				} `json:"segments"`
+			}
+			if err := json.Unmarshal([]byte(body), &d); err != nil {
+				t.Fatalf("decision of %s: %v", conv, err)
+			}
+			if d.Kind != "compact" {
+				continue
+			}
+			compactions++
+			for _, sg := range d.Segments {
+				if sg.First != next {
+					t.Errorf("%s: segment %d-%d, want it to start at %d (compacted twice or skipped)", conv, sg.First, sg.Last, next)
+				}
+				next = sg.Last + 1
+			}
+		}
+		rows.Close()
+	}
+	t.Logf("%d acknowledged messages, %d compactions, 0 lost, 0 duplicated", acked, compactions)
+	if compactions == 0 {
+		t.Fatal("no compaction happened: the test does not exercise concurrent compaction")
+	}
+
+	// A third process, from an empty cache, agrees with the database.
+	c := open(t, url, t.TempDir(), 400)
+	defer c.Close()
+	total := 0
+	for _, conv := range convs {
+		st, err := c.Status(ctx, conv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += st.Totals.Turns
+	}
+	if total != len(stored) {
+		t.Fatalf("a new process sees %d turns, the database holds %d", total, len(stored))
+	}
+}
+
+// TestMigrateRoundTrip: a local memory copied to PostgreSQL answers the same.
+func TestMigrateRoundTrip(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	local, err := memory.Open(ctx, memory.Options{Dir: dir, ContextWindow: 1000, ProtectedTurns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 30; i++ {
+		ingest(t, local, "proj", fmt.Sprintf("Message %d: the invoice service %d needs a retry policy and a dead letter queue.", i, i%5),
+			fmt.Sprintf("Answer %d: use exponential backoff for service %d.", i, i%5))
+	}
+	ingest(t, local, "notes", "Grocery list: eggs, flour.")
+	want, err := local.Recall(ctx, memory.RecallRequest{ConversationID: "proj", Message: "retry policy for invoice service 3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSt, _ := local.Status(ctx, "proj")
+	if err := local.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if wantSt.Totals.Segments == 0 {
+		t.Fatal("no compaction in the local memory: the round trip would not carry decisions")
+	}
+	logs, err := pgstore.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := memory.MigrateToShared(ctx, dir, logs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Conversations != 2 {
+		t.Fatalf("migrated %+v", res)
+	}
+	again, err := memory.MigrateToShared(ctx, dir, logs, nil)
+	if err != nil || again.Skipped != 2 || again.Conversations != 0 {
+		t.Fatalf("migrating again: %+v, %v (want both skipped)", again, err)
+	}
+	logs.Close()
+
+	s := open(t, url, t.TempDir(), 1000)
+	defer s.Close()
+	got, err := s.Recall(ctx, memory.RecallRequest{ConversationID: "proj", Message: "retry policy for invoice service 3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitIndexed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.Recall(ctx, memory.RecallRequest{ConversationID: "proj", Message: "retry policy for invoice service 3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotSt, _ := s.Status(ctx, "proj")
+	if got.Text != want.Text {
+		t.Fatalf("recall differs after migration:\nlocal: %s\nshared: %s", want.Text, got.Text)
+	}
+	if gotSt.Totals.Turns != wantSt.Totals.Turns || gotSt.Totals.Segments != wantSt.Totals.Segments || gotSt.Totals.TagSummaries != wantSt.Totals.TagSummaries {
+		t.Fatalf("status differs: local %+v, shared %+v", wantSt.Totals, gotSt.Totals)
+	}
+}
+
+// TestLockWaitIsBounded: a conversation held by another writer gives a clear
+// error after LockWait, and the holder's commit is what others then see.
+func TestLockWaitIsBounded(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	a, err := pgstore.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := pgstore.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	held, err := a.Lock(ctx, "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := pgstore.LockWait
+	pgstore.LockWait = 300 * time.Millisecond
+	defer func() { pgstore.LockWait = old }()
+	if _, err := b.Lock(ctx, "busy"); err == nil || !strings.Contains(err.Error(), "being written by another vc-mcp process") {
+		t.Fatalf("second writer: %v", err)
+	}
+	if err := held.Append(ctx, memory.LogLines{Master: [][]byte{[]byte("x\n")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := held.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.Lock(ctx, "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Rollback(ctx)
+	if h := s.Heads(); h.Master != 2 {
+		t.Fatalf("heads after the holder's commit: %+v", h)
+	}
+	if _, err := b.Read(ctx, "busy", memory.LogHeads{Master: 1}); !errors.Is(err, memory.ErrLogMismatch) {
+		t.Fatalf("reading from inside a line: %v, want ErrLogMismatch", err)
+	}
+}
+
+// TestCacheNotMatchingIsRebuilt: a cache directory whose files are not a
+// prefix of the database's logs (here: filled from another database) is
+// emptied and rebuilt from the database when the store opens.
+func TestCacheNotMatchingIsRebuilt(t *testing.T) {
+	db1, db2 := pgtest.URL(t), pgtest.URL(t)
+	ctx := context.Background()
+	cache := t.TempDir()
+	s1 := open(t, db1, cache, 0)
+	ingest(t, s1, "c", "alpha: the first database's words.", "alpha again, and more alpha.")
+	s1.Close()
+	s2 := open(t, db2, t.TempDir(), 0)
+	ingest(t, s2, "c", "beta: the second database's words.")
+	s2.Close()
+
+	s := open(t, db2, cache, 0)
+	defer s.Close()
+	st, err := s.Status(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := s.FindQuote(ctx, memory.FindQuoteRequest{ConversationID: "c", Query: "alpha"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Totals.Turns != 1 || len(q.Quotes) != 0 {
+		t.Fatalf("cache of db1 opened on db2: %d turns, %d alpha quotes; want db2's 1 turn and none", st.Totals.Turns, len(q.Quotes))
+	}
+	if r := ingest(t, s, "c", "gamma."); r.TurnIDs[0] != "t2" {
+		t.Fatalf("next turn %v, want t2", r.TurnIDs)
+	}
+}
+
+// TestRewriteIsAtomic: a rewrite (forget's) replaces both logs in one
+// transaction; a reader sees the old lines or the new ones.
+func TestRewriteIsAtomic(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	s, err := pgstore.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sess, err := s.Lock(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := memory.LogLines{Master: [][]byte{[]byte("one\n"), []byte("two\n")}, Decisions: [][]byte{[]byte("d1\n")}}
+	if err := sess.Append(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sess, err = s.Lock(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Rewrite(ctx, memory.LogLines{Master: [][]byte{[]byte("two\n")}, Decisions: [][]byte{[]byte("d1\n"), []byte("tombstone\n")}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Read(ctx, "r", memory.LogHeads{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Master) != 2 || len(got.Decisions) != 1 {
+		t.Fatalf("before commit a reader sees %d/%d lines, want the old 2/1", len(got.Master), len(got.Decisions))
+	}
+	if err := sess.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.Read(ctx, "r", memory.LogHeads{})
+	h, _ := s.Heads(ctx, "r")
+	if len(got.Master) != 1 || string(got.Master[0]) != "two\n" || len(got.Decisions) != 2 || h != (memory.LogHeads{Master: 4, Decisions: 13}) {
+		t.Fatalf("after the rewrite: %q %q, heads %+v", got.Master, got.Decisions, h)
+	}
+}
+
+// TestForgetRefusedOnSharedStore: forget and scan --redact rewrite logs,
+// which a shared store's append-only rows cannot take yet: they are
+// refused with what to do instead, and nothing changes; a dry run works.
+func TestForgetRefusedOnSharedStore(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	s := open(t, url, t.TempDir(), 0)
+	defer s.Close()
+	ingest(t, s, "team", "The staging password rotation is on Tuesdays.", "Noted.")
+	dry, err := s.Forget(ctx, memory.ForgetRequest{ConversationID: "team", Query: "rotation", DryRun: true})
+	if err != nil || dry.Forgotten != 1 {
+		t.Fatalf("dry run: %+v, %v; want 1 turn listed", dry, err)
+	}
+	_, err = s.Forget(ctx, memory.ForgetRequest{ConversationID: "team", Query: "rotation"})
+	if !errors.Is(err, memory.ErrInvalid) || !strings.Contains(err.Error(), "PostgreSQL") {
+		t.Fatalf("forget on a shared store: %v; want a clear refusal", err)
+	}
+	if _, err := s.Scan(ctx, memory.ScanRequest{ConversationID: "team", Redact: true}); !errors.Is(err, memory.ErrInvalid) {
+		t.Fatalf("scan --redact on a shared store: %v; want a refusal", err)
+	}
+	q, err := s.FindQuote(ctx, memory.FindQuoteRequest{ConversationID: "team", Query: "rotation"})
+	if err != nil || len(q.Quotes) != 1 {
+		t.Fatalf("after the refusals the turn is not intact: %+v, %v", q, err)
+	}
+}
