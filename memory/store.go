@@ -100,7 +100,7 @@ type Store struct {
 	// Per-tag expiry (ttl.go); nil without Options.TagTTL.
 	stopTTL context.CancelFunc
 	ttlDone chan struct{}
-	shared *sharedState // nil unless Options.Shared (shared.go)
+	shared  *sharedState // nil unless Options.Shared (shared.go)
 
 	// Background embedding (semantic memory); nil channels without an Embedder.
 	kick      chan struct{}

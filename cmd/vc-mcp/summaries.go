@@ -115,7 +115,6 @@ func lastFlags(own map[string][]string) map[string]string {
 	return out
 }
 
-
 // openSummaryStore loads the settings from common, takes the data
 // directory over from a shared server and opens the store (with the
 // configured summariser, without embeddings). done closes everything.
