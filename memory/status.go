@@ -136,28 +136,40 @@ func (s *Store) Conversations(ctx context.Context) ([]ConversationInfo, error) {
 		return nil, err
 	}
 	defer end()
+	var out []ConversationInfo
+	err = s.eachConversation(ctx, func(id string, c *conv) {
+		info := ConversationInfo{ID: id, Turns: len(c.turns), Tokens: c.tokens}
+		if len(c.turns) > 0 {
+			info.FirstSeen, info.LastSeen = c.turns[0].When, c.turns[len(c.turns)-1].When
+		}
+		out = append(out, info)
+	})
+	if out == nil {
+		out = []ConversationInfo{}
+	}
+	return out, err
+}
+
+// eachConversation calls fn for every stored conversation, in id order,
+// under the conversation's read lock. The caller is inside an operation.
+func (s *Store) eachConversation(ctx context.Context, fn func(id string, c *conv)) error {
 	ids, err := s.conversationIDs()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := make([]ConversationInfo, 0, len(ids))
 	for _, id := range ids {
 		c, err := s.conversation(ctx, id, false)
 		if err != nil {
 			if isNotFound(err) {
 				continue
 			}
-			return nil, err
+			return err
 		}
 		c.mu.RLock()
-		info := ConversationInfo{ID: id, Turns: len(c.turns), Tokens: c.tokens}
-		if len(c.turns) > 0 {
-			info.FirstSeen, info.LastSeen = c.turns[0].When, c.turns[len(c.turns)-1].When
-		}
+		fn(id, c)
 		c.mu.RUnlock()
-		out = append(out, info)
 	}
-	return out, nil
+	return nil
 }
 
 // features reports what is enabled and, when not, why.

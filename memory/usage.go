@@ -44,20 +44,8 @@ func (s *Store) Usage(ctx context.Context) ([]ConversationUsage, error) {
 		return nil, err
 	}
 	defer end()
-	ids, err := s.conversationIDs()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ConversationUsage, 0, len(ids))
-	for _, id := range ids {
-		c, err := s.conversation(ctx, id, false)
-		if err != nil {
-			if isNotFound(err) {
-				continue
-			}
-			return nil, err
-		}
-		c.mu.RLock()
+	var out []ConversationUsage
+	err = s.eachConversation(ctx, func(id string, c *conv) {
 		u := ConversationUsage{ConversationID: id, Turns: len(c.turns), Tokens: c.tokens, ActiveTokens: c.active,
 			CompactedTokens: c.tokens - c.active, Segments: len(c.segs), ContextWindow: s.opts.ContextWindow}
 		u.WindowUsed = float64(c.active) / float64(s.opts.ContextWindow)
@@ -68,11 +56,13 @@ func (s *Store) Usage(ctx context.Context) ([]ConversationUsage, error) {
 			last := c.segs[n-1]
 			u.LastCompaction = &CompactionInfo{At: last.CreatedAt, Through: turnID(c.meta.CompactedThrough), Method: last.Method}
 		}
-		c.mu.RUnlock()
 		if r, ok := s.set.lastReplacement(id); ok {
 			u.LastReplacement = &r
 		}
 		out = append(out, u)
+	})
+	if out == nil {
+		out = []ConversationUsage{}
 	}
-	return out, nil
+	return out, err
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -122,7 +121,7 @@ func runForget(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprint(stderr, forgetUsage)
 		return errors.New("forget: give at least one of --query, --turn, --tag or --before")
 	}
-	store, done, err := openRewriting(ctx, "forget", common, stderr)
+	store, done, err := openMaintenance(ctx, "forget", common, stderr)
 	if err != nil {
 		return err
 	}
@@ -161,46 +160,3 @@ func runForget(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	return store.Close()
 }
 
-// openRewriting opens the data directory for a command that rewrites
-// memory (forget, scan --redact): a shared server using it is paused, the
-// configured summariser and tagger are wired (summaries are remade). done
-// closes everything; call it once.
-func openRewriting(ctx context.Context, cmd string, common []string, stderr io.Writer) (*memory.Store, func(), error) {
-	cfg, extra, err := loadConfig(cmd, common, os.Getenv, stderr)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(extra) > 0 {
-		return nil, nil, fmt.Errorf("%s: unexpected argument %q", cmd, extra[0])
-	}
-	log, closeLog, err := newLogger(cfg, stderr)
-	if err != nil {
-		return nil, nil, err
-	}
-	opts := memoryOptions(cfg, log)
-	sm, err := wireSeams(ctx, cfg, &opts, log)
-	if err != nil {
-		closeLog()
-		return nil, nil, err
-	}
-	opts.Embedder = nil // vectors of what is kept stay; new ones are the server's job
-	release, err := exclusive(ctx, cfg, &opts)
-	if err != nil {
-		sm.close()
-		closeLog()
-		return nil, nil, fmt.Errorf("%s: %w", cmd, err)
-	}
-	store, err := memory.Open(ctx, opts)
-	if err != nil {
-		release()
-		sm.close()
-		closeLog()
-		return nil, nil, fmt.Errorf("open %s: %w", cfg.DataDir, err)
-	}
-	return store, func() {
-		_ = store.Close()
-		release()
-		sm.close()
-		closeLog()
-	}, nil
-}

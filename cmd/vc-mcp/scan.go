@@ -36,7 +36,7 @@ func runScan(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return err
 	}
 	conv := lastFlag(own, "conversation")
-	store, done, err := openRewriting(ctx, "scan", common, stderr)
+	store, done, err := openMaintenance(ctx, "scan", common, stderr)
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ func runSummaries(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if vals["from"] != "" && vals["tag"] != "" {
 		return fmt.Errorf("%s: --from (per-message summaries) and --tag (segment summaries) do not combine; run them separately", name)
 	}
-	store, done, err := openSummaryStore(ctx, name, common, stderr)
+	store, done, err := openMaintenance(ctx, name, common, stderr)
 	if err != nil {
 		return err
 	}
@@ -115,10 +115,13 @@ func lastFlags(own map[string][]string) map[string]string {
 	return out
 }
 
-// openSummaryStore loads the settings from common, takes the data
-// directory over from a shared server and opens the store (with the
-// configured summariser, without embeddings). done closes everything.
-func openSummaryStore(ctx context.Context, name string, common []string, stderr io.Writer) (*memory.Store, func(), error) {
+// openMaintenance opens the data directory for a maintenance command
+// (summaries, context-stats, forget, scan): it loads the settings from
+// common, takes the directory over from a shared server (paused until
+// done) and opens the store with the configured summariser and tagger
+// (summaries are remade) and no embeddings (vectors of what is kept stay;
+// new ones are the server's job). done closes everything; call it once.
+func openMaintenance(ctx context.Context, name string, common []string, stderr io.Writer) (*memory.Store, func(), error) {
 	cfg, extra, err := loadConfig(name, common, os.Getenv, stderr)
 	if err != nil {
 		return nil, nil, err
