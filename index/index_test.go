@@ -135,6 +135,26 @@ func TestHitFields(t *testing.T) {
 	}
 }
 
+// TestIDsOnly: the same hits, in the same order with the same scores,
+// without the stored fields.
+func TestIDsOnly(t *testing.T) {
+	ix := openTemp(t, corpus())
+	for _, q := range []Query{{Text: "the cat on the windowsill"}, {Text: "brown fox database", Kinds: []string{"turn"}}} {
+		full := search(t, ix, q)
+		q.IDsOnly = true
+		bare := search(t, ix, q)
+		if len(full) == 0 || len(bare) != len(full) {
+			t.Fatalf("%q: %d hits with fields, %d without", q.Text, len(full), len(bare))
+		}
+		for i := range full {
+			want := Hit{ID: full[i].ID, Score: full[i].Score}
+			if fmt.Sprint(bare[i]) != fmt.Sprint(want) {
+				t.Errorf("%q hit %d: got %+v, want %+v", q.Text, i, bare[i], want)
+			}
+		}
+	}
+}
+
 func TestRanking(t *testing.T) {
 	ix := openTemp(t, []Doc{
 		{ID: "a", Conversation: "c", Kind: "turn", Text: "kubernetes cluster upgrade failed during the night"},

@@ -37,6 +37,10 @@ type Query struct {
 	Since, Until   time.Time // optional inclusive range; zero = open
 	Limit          int       // <= 0 means DefaultLimit; capped at MaxLimit
 	Highlight      bool      // fill Hit.Fragments, matches marked **term**
+	// IDsOnly leaves Conversation, Kind and Seq empty: no stored field is
+	// read, which is a good part of a search's cost. For a caller that
+	// knows its own ID scheme.
+	IDsOnly bool
 }
 
 // Hit is one matching document, best first.
@@ -74,7 +78,9 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	}
 	req := bleve.NewSearchRequestOptions(bq, min(limit, MaxLimit), 0, false)
 	req.SortBy([]string{"-_score", "_id"})
-	req.Fields = []string{fieldConversation, fieldKind, fieldSeq}
+	if !q.IDsOnly {
+		req.Fields = []string{fieldConversation, fieldKind, fieldSeq}
+	}
 	if q.Highlight {
 		req.Fields = append(req.Fields, fieldText)
 		req.IncludeLocations = true

@@ -83,3 +83,27 @@ func TestChatAndchatKeepTheirOwnLogs(t *testing.T) {
 		t.Fatalf("conversations %+v, want Chat and chat", list)
 	}
 }
+
+func TestParseTurnDocID(t *testing.T) {
+	tests := []struct {
+		id   string
+		conv string
+		seq  int
+		ok   bool
+	}{
+		{turnDocID("c", 12), "c", 12, true},
+		{turnDocID("team.chat:2026-11", 1), "team.chat:2026-11", 1, true},
+		{segmentDocID("c", 3), "", 0, false},
+		{tagDocID("c", "go"), "", 0, false},
+		{"c/t0", "", 0, false},
+		{"c/t012", "", 0, false},
+		{"/t1", "", 0, false},
+		{"c", "", 0, false},
+	}
+	for _, tc := range tests {
+		conv, seq, ok := parseTurnDocID(tc.id)
+		if conv != tc.conv || seq != tc.seq || ok != tc.ok {
+			t.Errorf("parseTurnDocID(%q) = %q, %d, %v; want %q, %d, %v", tc.id, conv, seq, ok, tc.conv, tc.seq, tc.ok)
+		}
+	}
+}

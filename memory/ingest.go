@@ -475,7 +475,20 @@ func (s *Store) indexTurns(ctx context.Context, c *conv, first, last int) error 
 	return nil
 }
 
-func turnDocID(conv string, seq int) string   { return conv + "/" + turnID(seq) }
+func turnDocID(conv string, seq int) string { return conv + "/" + turnID(seq) }
+
+// parseTurnDocID reads a turnDocID back (conversation ids hold no "/").
+func parseTurnDocID(id string) (conv string, seq int, ok bool) {
+	conv, t, ok := strings.Cut(id, "/")
+	if !ok || conv == "" {
+		return "", 0, false
+	}
+	seq, err := parseTurnID(t)
+	if err != nil {
+		return "", 0, false
+	}
+	return conv, seq, true
+}
 func segmentDocID(conv string, id int) string { return fmt.Sprintf("%s/s%d", conv, id) }
 func tagDocID(conv string, tag string) string { return conv + "/tag/" + tag }
 

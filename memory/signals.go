@@ -118,14 +118,18 @@ func (r *ranker) bm25(ctx context.Context) (signal, error) {
 }
 
 func (r *ranker) search(ctx context.Context, text string, limit int) ([]rkey, error) {
-	hits, err := r.s.ix.Search(ctx, index.Query{Text: text, Conversations: r.ids, Kinds: []string{"turn"}, Limit: limit})
+	hits, err := r.s.ix.Search(ctx, index.Query{Text: text, Conversations: r.ids, Kinds: []string{"turn"}, Limit: limit, IDsOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
 	keys := make([]rkey, 0, len(hits))
 	for _, h := range hits {
-		if c := r.byID[h.Conversation]; c != nil && c.turn(int(h.Seq)) != nil {
-			keys = append(keys, rkey{c, int(h.Seq)})
+		conv, seq, ok := parseTurnDocID(h.ID)
+		if !ok {
+			continue
+		}
+		if c := r.byID[conv]; c != nil && c.turn(seq) != nil {
+			keys = append(keys, rkey{c, seq})
 		}
 	}
 	return keys, nil
