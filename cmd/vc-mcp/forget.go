@@ -159,4 +159,3 @@ func runForget(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	return store.Close()
 }
-
