@@ -79,7 +79,10 @@ func TestPlanHierarchy(t *testing.T) {
 func TestHierarchicalRecallGolden(t *testing.T) {
 	ctx := context.Background()
 	fake := &neighbourSummarizer{}
-	s := openTest(t, Options{Dir: t.TempDir(), Assembly: AssemblyHierarchical, Summarizer: fake, ContextWindow: 3000, ProtectedTurns: 4})
+	// A fixed clock: the master log records when each message was stored,
+	// so the byte ranges in the golden move with the wall clock otherwise.
+	now := func() time.Time { return time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC) }
+	s := openTest(t, Options{Dir: t.TempDir(), Assembly: AssemblyHierarchical, Summarizer: fake, ContextWindow: 3000, ProtectedTurns: 4, Now: now})
 	var msgs []Message
 	for i := range 40 {
 		role := "user"
