@@ -491,8 +491,13 @@ func TestProxySDKPaging(t *testing.T) {
 			if !bytes.Contains(reqs[2].Body, []byte(`"tool_result"`)) || !bytes.Contains(reqs[2].Body, []byte("4417")) {
 				t.Fatalf("the continuation lacks find_quote's answer: %s", reqs[2].Body)
 			}
-			if !strings.Contains(p.stderr.String(), "paging=1") {
-				t.Fatalf("request line does not mention the paging call:\n%s", p.stderr.String())
+			// The request line is written once the exchange is done, which
+			// may be just after the client has its answer.
+			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.stderr.String(), "paging=1"); {
+				if time.Now().After(deadline) {
+					t.Fatalf("request line does not mention the paging call:\n%s", p.stderr.String())
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
 		})
 	}
