@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,6 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/vc-mcp/vc-mcp/memory"
-	"github.com/vc-mcp/vc-mcp/share"
 )
 
 const exportBundleUsage = `usage:
@@ -33,7 +33,7 @@ conversations. A shared server using the data directory pauses meanwhile.
 // runExport runs "vc-mcp export": --format picks the writer (markdown, or
 // jsonl for the interchange bundle).
 func runExport(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	own, _, err := exportOwnArgs(args)
+	own, _, err := ownFlags("export", args, exportFlags)
 	if err == nil && isBundleFormat(own) {
 		return runExportBundle(ctx, args, stdin, stdout, stderr)
 	}
@@ -42,7 +42,7 @@ func runExport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprint(stderr, "\n"+exportBundleUsage)
 		return nil
 	}
-	switch f := lastValue(own["format"]); {
+	switch f := lastFlag(own, "format"); {
 	case err != nil || f == "markdown":
 	case f == "":
 		fmt.Fprint(stderr, exportUsage)
@@ -57,45 +57,18 @@ func runExport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 // isBundleFormat: --format jsonl (or bundle), or no --format and an --out
 // that is stdout or ends in .jsonl.
 func isBundleFormat(own map[string][]string) bool {
-	switch lastValue(own["format"]) {
+	switch lastFlag(own, "format") {
 	case "jsonl", "bundle":
 		return true
 	case "":
-		out := lastValue(own["out"])
+		out := lastFlag(own, "out")
 		return out == "-" || strings.HasSuffix(strings.ToLower(out), ".jsonl")
 	}
 	return false
 }
 
-func lastValue(vs []string) string {
-	if len(vs) == 0 {
-		return ""
-	}
-	return vs[len(vs)-1]
-}
-
-// exportOwnArgs splits export's own flags (--format, --out, --conversation,
-// each "--x v" or "--x=v") from the common settings' flags.
-func exportOwnArgs(args []string) (map[string][]string, []string, error) {
-	own := map[string][]string{}
-	var common []string
-	for i := 0; i < len(args); i++ {
-		name, value, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
-		if !strings.HasPrefix(args[i], "-") || (name != "format" && name != "out" && name != "conversation") {
-			common = append(common, args[i])
-			continue
-		}
-		if !hasValue {
-			if i+1 >= len(args) {
-				return nil, nil, fmt.Errorf("export: --%s needs a value", name)
-			}
-			i++
-			value = args[i]
-		}
-		own[name] = append(own[name], value)
-	}
-	return own, common, nil
-}
+// exportFlags are export's own flags (each takes a value).
+var exportFlags = map[string]bool{"format": true, "out": true, "conversation": true}
 
 // runExportBundle runs "vc-mcp export --format jsonl ...".
 func runExportBundle(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -105,11 +78,11 @@ func runExportBundle(ctx context.Context, args []string, stdin io.Reader, stdout
 			return nil
 		}
 	}
-	own, common, err := exportOwnArgs(args)
+	own, common, err := ownFlags("export", args, exportFlags)
 	if err != nil {
 		return err
 	}
-	out := lastValue(own["out"])
+	out := lastFlag(own, "out")
 	if out == "" {
 		fmt.Fprint(stderr, exportBundleUsage)
 		return fmt.Errorf("export: --out FILE is required (--out - for stdout)")
@@ -121,32 +94,18 @@ func runExportBundle(ctx context.Context, args []string, stdin io.Reader, stdout
 		}
 		ids = append(ids, c)
 	}
-	cfg, extra, err := loadConfig("export", common, os.Getenv, stderr)
+	cfg, err := commandConfig("export", common, stderr)
 	if err != nil {
 		return err
 	}
-	if len(extra) > 0 {
-		return fmt.Errorf("export: unexpected argument %q", extra[0])
-	}
-	log, closeLog, err := newLogger(cfg, stderr)
+	store, closeAll, err := openForCommand(ctx, "export", cfg, stderr, func(opts *memory.Options, _ *slog.Logger) (func(), error) {
+		opts.Embedder = nil // the bundle holds no vectors
+		return nil, nil
+	})
 	if err != nil {
 		return err
 	}
-	defer closeLog()
-	opts := memoryOptions(cfg, log)
-	opts.Embedder = nil // the bundle holds no vectors
-	// A shared server holding the data directory hands it over for the
-	// export; its hosts wait and reconnect.
-	release, err := exclusive(ctx, cfg, &opts)
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	defer release()
-	store, err := openExclusive(ctx, cfg, opts)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", cfg.DataDir, err)
-	}
-	defer store.Close()
+	defer closeAll()
 	eopts := memory.BundleExportOptions{Conversations: ids, VCMCPVersion: buildVersion()}
 	var st memory.BundleStats
 	if out == "-" {
@@ -170,26 +129,6 @@ func runExportBundle(ctx context.Context, args []string, stdin io.Reader, stdout
 	}
 	fmt.Fprintf(report, "exported %d conversation(s) to %s: %d message(s), %d decision(s)\n", st.Conversations, out, st.Messages, st.Decisions)
 	return nil
-}
-
-// openExclusive opens the store after exclusive(). A shared daemon that a
-// host started just before the hold was taken may have passed its wait for
-// the hold and take the lock after exclusive() found no owner to stop; it
-// listens by then, so on ErrLocked it is asked again to hand over, until
-// handOverTimeout.
-func openExclusive(ctx context.Context, cfg settings, opts memory.Options) (*memory.Store, error) {
-	deadline := time.Now().Add(handOverTimeout)
-	opts.LockTimeout = 2 * time.Second
-	for {
-		store, err := memory.Open(ctx, opts)
-		if err == nil || !errors.Is(err, memory.ErrLocked) || time.Now().After(deadline) {
-			return store, err
-		}
-		// The hold file is this process's already; only the stop matters.
-		if _, xerr := share.Exclusive(ctx, cfg.DataDir, buildVersion()); xerr != nil {
-			return nil, errors.Join(err, xerr)
-		}
-	}
 }
 
 // writeFileAtomic writes path through a temporary file beside it, fsync'd
@@ -245,27 +184,14 @@ func importBundle(ctx context.Context, cfg settings, file string, data []byte, m
 	if err != nil {
 		return fmt.Errorf("import %s: %w; nothing was imported", file, err)
 	}
-	log, closeLog, err := newLogger(cfg, stderr)
+	store, closeAll, err := openForCommand(ctx, "import", cfg, stderr, func(opts *memory.Options, log *slog.Logger) (func(), error) {
+		opts.Embedder = nil // vectors are derived: whoever serves the data directory next computes them
+		return importPrep(cfg)(opts, log)
+	})
 	if err != nil {
 		return err
 	}
-	defer closeLog()
-	opts := memoryOptions(cfg, log)
-	opts.Embedder = nil // vectors are derived: whoever serves the data directory next computes them
-	if opts.Scrubber, err = scrubberFor(cfg); err != nil {
-		return err
-	}
-	// A shared server holding the data directory hands it over for the
-	// import; its hosts wait and reconnect.
-	release, err := exclusive(ctx, cfg, &opts)
-	if err != nil {
-		return fmt.Errorf("import: %w", err)
-	}
-	defer release()
-	store, err := openExclusive(ctx, cfg, opts)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", cfg.DataDir, err)
-	}
+	defer closeAll()
 	bar := progressbar.NewOptions(len(b.Conversations),
 		progressbar.OptionSetWriter(stderr),
 		progressbar.OptionSetDescription("importing bundle"),

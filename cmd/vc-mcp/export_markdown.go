@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"strings"
+	"log/slog"
 
 	"github.com/vc-mcp/vc-mcp/memory"
 	"github.com/vc-mcp/vc-mcp/memory/markdown"
@@ -36,23 +35,11 @@ func runExportMarkdown(ctx context.Context, args []string, stdin io.Reader, stdo
 	}
 	// --format, --out and --conversation are this command's; every other
 	// flag is a common setting (--data-dir, --config...).
-	own := map[string]string{}
-	var common []string
-	for i := 0; i < len(args); i++ {
-		name, value, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
-		if !strings.HasPrefix(args[i], "-") || (name != "format" && name != "out" && name != "conversation") {
-			common = append(common, args[i])
-			continue
-		}
-		if !hasValue {
-			if i+1 >= len(args) {
-				return fmt.Errorf("export: --%s needs a value", name)
-			}
-			i++
-			value = args[i]
-		}
-		own[name] = value
+	multi, common, err := ownFlags("export", args, exportFlags)
+	if err != nil {
+		return err
 	}
+	own := lastFlags(multi)
 	switch own["format"] {
 	case "markdown":
 	case "":
@@ -73,32 +60,18 @@ func runExportMarkdown(ctx context.Context, args []string, stdin io.Reader, stdo
 		}
 		ids = []string{c}
 	}
-	cfg, extra, err := loadConfig("export", common, os.Getenv, stderr)
+	cfg, err := commandConfig("export", common, stderr)
 	if err != nil {
 		return err
 	}
-	if len(extra) > 0 {
-		return fmt.Errorf("export: unexpected argument %q", extra[0])
-	}
-	log, closeLog, err := newLogger(cfg, stderr)
+	store, closeAll, err := openForCommand(ctx, "export", cfg, stderr, func(opts *memory.Options, _ *slog.Logger) (func(), error) {
+		opts.Embedder = nil // reading needs no vectors
+		return nil, nil
+	})
 	if err != nil {
 		return err
 	}
-	defer closeLog()
-	opts := memoryOptions(cfg, log)
-	opts.Embedder = nil // reading needs no vectors
-	// A shared server holding the data directory hands it over for the
-	// export; its hosts wait and reconnect.
-	release, err := exclusive(ctx, cfg, &opts)
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	defer release()
-	store, err := memory.Open(ctx, opts)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", cfg.DataDir, err)
-	}
-	defer store.Close()
+	defer closeAll()
 	done, err := markdown.Export(ctx, store, out, ids)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)

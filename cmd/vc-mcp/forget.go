@@ -24,58 +24,6 @@ before forgetting unless --yes; --dry-run only lists them. A shared server
 using the data directory pauses while it runs.
 `
 
-// ownFlags splits this command's flags (names: true when the flag takes a
-// value) from the common settings flags.
-func ownFlags(cmd string, args []string, names map[string]bool) (map[string][]string, []string, error) {
-	own := map[string][]string{}
-	var common []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		takes, ok := names[name]
-		if !strings.HasPrefix(a, "-") || !ok {
-			common = append(common, a)
-			continue
-		}
-		if !takes {
-			if !hasValue {
-				value = "true"
-			}
-			own[name] = append(own[name], value)
-			continue
-		}
-		if !hasValue {
-			if i+1 >= len(args) {
-				return nil, nil, fmt.Errorf("%s: --%s needs a value", cmd, name)
-			}
-			i++
-			value = args[i]
-		}
-		own[name] = append(own[name], value)
-	}
-	return own, common, nil
-}
-
-func lastFlag(own map[string][]string, name string) string {
-	if v := own[name]; len(v) > 0 {
-		return v[len(v)-1]
-	}
-	return ""
-}
-
-func boolFlag(cmd string, own map[string][]string, name string) (bool, error) {
-	v := lastFlag(own, name)
-	switch strings.ToLower(v) {
-	case "":
-		return false, nil
-	case "true", "1", "yes":
-		return true, nil
-	case "false", "0", "no":
-		return false, nil
-	}
-	return false, fmt.Errorf("%s: --%s=%q: want true or false", cmd, name, v)
-}
-
 func runForget(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	for _, a := range args {
 		if a == "-h" || a == "--help" || a == "help" {

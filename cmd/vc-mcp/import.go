@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -99,26 +100,11 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	data = nil
 
-	log, closeLog, err := newLogger(cfg, stderr)
+	store, closeAll, err := openForCommand(ctx, "import", cfg, stderr, importPrep(cfg))
 	if err != nil {
 		return err
 	}
-	defer closeLog()
-	opts := memoryOptions(cfg, log)
-	if opts.Scrubber, err = scrubberFor(cfg); err != nil {
-		return err
-	}
-	// A shared server holding the data directory hands it over for the
-	// import; its hosts wait and reconnect.
-	release, err := exclusive(ctx, cfg, &opts)
-	if err != nil {
-		return fmt.Errorf("import: %w", err)
-	}
-	defer release()
-	store, err := openExclusive(ctx, cfg, opts)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", cfg.DataDir, err)
-	}
+	defer closeAll()
 	bar := progressbar.NewOptions(len(convs),
 		progressbar.OptionSetWriter(stderr),
 		progressbar.OptionSetDescription("importing "+format),
@@ -140,6 +126,16 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 }
 
 var errHelp = errors.New("help")
+
+// importPrep sets up an import's store with the configured secret rules:
+// imports are scrubbed like every write.
+func importPrep(cfg settings) func(*memory.Options, *slog.Logger) (func(), error) {
+	return func(opts *memory.Options, _ *slog.Logger) (func(), error) {
+		var err error
+		opts.Scrubber, err = scrubberFor(cfg)
+		return nil, err
+	}
+}
 
 // importArgs splits --format and FILE from the common settings' flags.
 func importArgs(args []string) (format, file string, common []string, err error) {

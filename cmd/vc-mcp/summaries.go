@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -104,59 +103,4 @@ func runSummaries(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			res.Segments, res.Tags, res.Conversations, time.Since(start).Round(time.Millisecond))
 	}
 	return store.Close()
-}
-
-// lastFlags keeps the last value of each flag given more than once.
-func lastFlags(own map[string][]string) map[string]string {
-	out := make(map[string]string, len(own))
-	for name := range own {
-		out[name] = lastFlag(own, name)
-	}
-	return out
-}
-
-// openMaintenance opens the data directory for a maintenance command
-// (summaries, context-stats, forget, scan): it loads the settings from
-// common, takes the directory over from a shared server (paused until
-// done) and opens the store with the configured summariser and tagger
-// (summaries are remade) and no embeddings (vectors of what is kept stay;
-// new ones are the server's job). done closes everything; call it once.
-func openMaintenance(ctx context.Context, name string, common []string, stderr io.Writer) (*memory.Store, func(), error) {
-	cfg, extra, err := loadConfig(name, common, os.Getenv, stderr)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(extra) > 0 {
-		return nil, nil, fmt.Errorf("%s: unexpected argument %q", name, extra[0])
-	}
-	log, closeLog, err := newLogger(cfg, stderr)
-	if err != nil {
-		return nil, nil, err
-	}
-	opts := memoryOptions(cfg, log)
-	sm, err := wireSeams(ctx, cfg, &opts, log)
-	if err != nil {
-		closeLog()
-		return nil, nil, err
-	}
-	opts.Embedder = nil // summaries and stats need no vectors
-	release, err := exclusive(ctx, cfg, &opts)
-	if err != nil {
-		sm.close()
-		closeLog()
-		return nil, nil, fmt.Errorf("%s: %w", name, err)
-	}
-	store, err := openExclusive(ctx, cfg, opts)
-	if err != nil {
-		release()
-		sm.close()
-		closeLog()
-		return nil, nil, fmt.Errorf("open %s: %w", cfg.DataDir, err)
-	}
-	return store, func() {
-		_ = store.Close()
-		release()
-		sm.close()
-		closeLog()
-	}, nil
 }
