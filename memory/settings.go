@@ -98,72 +98,46 @@ const (
 
 // apply returns s with p's fields set.
 func (p SettingsPatch) apply(s Settings) Settings {
-	if p.SoftThreshold != nil {
-		s.SoftThreshold = *p.SoftThreshold
-	}
-	if p.HardThreshold != nil {
-		s.HardThreshold = *p.HardThreshold
-	}
-	if p.ProtectedTurns != nil {
-		s.ProtectedTurns = *p.ProtectedTurns
-	}
-	if p.Enabled != nil {
-		s.Enabled = *p.Enabled
-	}
-	if p.KeepLast != nil {
-		s.KeepLast = *p.KeepLast
-	}
-	if p.UseSimplePrompt != nil {
-		s.UseSimplePrompt = *p.UseSimplePrompt
-	}
-	if p.NotifyUser != nil {
-		s.NotifyUser = *p.NotifyUser
-	}
-	if p.SummaryPrompt != nil {
-		s.SummaryPrompt = *p.SummaryPrompt
-	}
-	if p.SimplePrompt != nil {
-		s.SimplePrompt = *p.SimplePrompt
-	}
-	if p.HintStyle != nil {
-		s.HintStyle = *p.HintStyle
-	}
+	setIfGiven(&s.SoftThreshold, p.SoftThreshold)
+	setIfGiven(&s.HardThreshold, p.HardThreshold)
+	setIfGiven(&s.ProtectedTurns, p.ProtectedTurns)
+	setIfGiven(&s.Enabled, p.Enabled)
+	setIfGiven(&s.KeepLast, p.KeepLast)
+	setIfGiven(&s.UseSimplePrompt, p.UseSimplePrompt)
+	setIfGiven(&s.NotifyUser, p.NotifyUser)
+	setIfGiven(&s.SummaryPrompt, p.SummaryPrompt)
+	setIfGiven(&s.SimplePrompt, p.SimplePrompt)
+	setIfGiven(&s.HintStyle, p.HintStyle)
 	return s
 }
 
 // merge returns p with q's fields laid over it.
 func (p SettingsPatch) merge(q SettingsPatch) SettingsPatch {
-	if q.SoftThreshold != nil {
-		p.SoftThreshold = q.SoftThreshold
-	}
-	if q.HardThreshold != nil {
-		p.HardThreshold = q.HardThreshold
-	}
-	if q.ProtectedTurns != nil {
-		p.ProtectedTurns = q.ProtectedTurns
-	}
-	if q.Enabled != nil {
-		p.Enabled = q.Enabled
-	}
-	if q.KeepLast != nil {
-		p.KeepLast = q.KeepLast
-	}
-	if q.UseSimplePrompt != nil {
-		p.UseSimplePrompt = q.UseSimplePrompt
-	}
-	if q.NotifyUser != nil {
-		p.NotifyUser = q.NotifyUser
-	}
-	if q.SummaryPrompt != nil {
-		p.SummaryPrompt = q.SummaryPrompt
-	}
-	if q.SimplePrompt != nil {
-		p.SimplePrompt = q.SimplePrompt
-	}
-	if q.HintStyle != nil {
-		p.HintStyle = q.HintStyle
-	}
+	overIfGiven(&p.SoftThreshold, q.SoftThreshold)
+	overIfGiven(&p.HardThreshold, q.HardThreshold)
+	overIfGiven(&p.ProtectedTurns, q.ProtectedTurns)
+	overIfGiven(&p.Enabled, q.Enabled)
+	overIfGiven(&p.KeepLast, q.KeepLast)
+	overIfGiven(&p.UseSimplePrompt, q.UseSimplePrompt)
+	overIfGiven(&p.NotifyUser, q.NotifyUser)
+	overIfGiven(&p.SummaryPrompt, q.SummaryPrompt)
+	overIfGiven(&p.SimplePrompt, q.SimplePrompt)
+	overIfGiven(&p.HintStyle, q.HintStyle)
 	return p
+}
+
+// setIfGiven sets *dst to *v when a patch gives v.
+func setIfGiven[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// overIfGiven lays a patch field v over *dst when it is given.
+func overIfGiven[T any](dst **T, v *T) {
+	if v != nil {
+		*dst = v
+	}
 }
 
 // Validate checks every field; the error wraps ErrInvalid and names the
