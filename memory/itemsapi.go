@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -229,6 +230,9 @@ func (s *Store) appendRequest(rec *RequestRecord) error {
 		if len(recs) > 0 {
 			l.next = recs[len(recs)-1].Seq + 1
 		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+		}
 		l.loaded = true
 	}
 	rec.Seq, rec.ID = l.next, "r"+strconv.Itoa(l.next)
@@ -236,10 +240,12 @@ func (s *Store) appendRequest(rec *RequestRecord) error {
 	if err != nil {
 		return fmt.Errorf("encode request record: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
-	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if errors.Is(err, fs.ErrNotExist) { // requests/ removed by hand since
+		if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
+			f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("open request history: %w", err)
 	}
