@@ -85,7 +85,7 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 	}
 
 	// Standing rules are pinned; then exact turns, best first, first fit.
-	pk := &packer{s: s, budget: budget, used: used, multi: multi, sessions: map[string]bool{}, taken: map[*candidate]bool{}, pinned: map[string]bool{}}
+	pk := newPacker(s, budget, used, multi)
 	rules := pk.pinRules(convs)
 	pack := func() { pk.pack(ranked) }
 	pack()
@@ -108,12 +108,14 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 	text := render(header, rules, pk.picks, chosenSums, hint, q.Broad, multi)
 	// The estimates are upper bounds; with the exact count in hand, what is
 	// left is filled with the next best turns.
-	if n := s.tok.Count(text); budget-n > 16 && hint == "" {
+	n := s.tok.Count(text)
+	if budget-n > 16 && hint == "" {
 		pk.used = n
 		before := len(pk.picks)
 		pack()
 		if len(pk.picks) > before {
 			text = render(header, rules, pk.picks, chosenSums, hint, q.Broad, multi)
+			n = s.tok.Count(text)
 		}
 	}
 	picks := pk.picks
@@ -121,7 +123,7 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 	// Check the whole exactly; if over, drop the weakest parts worth the
 	// overshoot (the hint first, then the lowest-ranked turns, then
 	// summaries) and check again.
-	for n := s.tok.Count(text); n > budget; n = s.tok.Count(text) {
+	for ; n > budget; n = s.tok.Count(text) {
 		over := n - budget
 		switch {
 		case hint != "":
@@ -141,7 +143,7 @@ func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q 
 		}
 		text = render(header, rules, picks, chosenSums, hint, q.Broad, multi)
 	}
-	a.text, a.tokens = text, s.tok.Count(text)
+	a.text, a.tokens = text, n
 	a.breakdown.Turns = 0
 	for _, p := range append(rules, picks...) {
 		a.breakdown.Turns += p.cost
@@ -190,10 +192,36 @@ type packer struct {
 	used     int
 	headers  int // estimated tokens of session headers
 	multi    bool
-	sessions map[string]bool
+	sessions map[sessKey]bool
+	hcosts   map[sessKey]int // estimated header cost of each session seen
 	taken    map[*candidate]bool
-	pinned   map[string]bool
+	pinned   map[rkey]bool
 	picks    []pick
+}
+
+// sessKey names one session of one conversation.
+type sessKey struct {
+	c       *conv
+	session int
+}
+
+func newPacker(s *Store, budget, used int, multi bool) *packer {
+	return &packer{s: s, budget: budget, used: used, multi: multi, sessions: map[sessKey]bool{},
+		hcosts: map[sessKey]int{}, taken: map[*candidate]bool{}, pinned: map[rkey]bool{}}
+}
+
+// headerCost is the estimated cost of sk's session header, or 0 once the
+// assembly has it.
+func (p *packer) headerCost(sk sessKey, c *conv, t *turnMeta) int {
+	if p.sessions[sk] {
+		return 0
+	}
+	n, ok := p.hcosts[sk]
+	if !ok {
+		n = estimateTokens(sessionHeader(c, t, p.multi)) + 1
+		p.hcosts[sk] = n
+	}
+	return n
 }
 
 // pinRules takes the standing rules, the newest first, within a sixth of
@@ -215,7 +243,7 @@ func (p *packer) pinRules(convs []*conv) []pick {
 			p.used += cost
 			ruleUsed += cost
 			rules = append(rules, pick{c: c, seq: t.Seq, text: turnPrefix(t) + oneLine(rec.Content), cost: cost, mode: IncludeAlways})
-			p.pinned[c.id+"#"+turnID(t.Seq)] = true
+			p.pinned[rkey{c, t.Seq}] = true
 		}
 	}
 	return rules
@@ -228,16 +256,18 @@ func (p *packer) pack(ranked []candidate) {
 		if p.used >= p.budget-4 {
 			break
 		}
-		if p.taken[cd] || p.pinned[cd.c.id+"#"+turnID(cd.seq)] {
+		t := cd.c.turn(cd.seq)
+		// Most of a long ranking does not fit once the budget is nearly
+		// full: that is decided on the text alone, before anything else.
+		if i >= cutRanks && p.used+t.Tokens+1 > p.budget {
 			continue
 		}
-		t := cd.c.turn(cd.seq)
-		cost := t.Tokens + p.s.prefixTokens(t) + 1
-		sk := sessionKey(cd.c, t)
-		hcost := 0
-		if !p.sessions[sk] {
-			hcost = estimateTokens(sessionHeader(cd.c, t, p.multi)) + 1
+		if p.taken[cd] || p.pinned[rkey{cd.c, cd.seq}] {
+			continue
 		}
+		cost := t.Tokens + p.s.prefixTokens(t) + 1
+		sk := sessKey{cd.c, t.Session}
+		hcost := p.headerCost(sk, cd.c, t)
 		if p.used+cost+hcost > p.budget {
 			if i < cutRanks && cd.c.log != nil {
 				p.cut(cd, t, sk, hcost)
@@ -262,7 +292,7 @@ func (p *packer) pack(ranked []candidate) {
 // reference to its whole record, or only the reference (with a preview)
 // when no useful head fits. The top turn may use two thirds of the room,
 // the next ones half, so that other turns still fit.
-func (p *packer) cut(cd *candidate, t *turnMeta, sk string, hcost int) {
+func (p *packer) cut(cd *candidate, t *turnMeta, sk sessKey, hcost int) {
 	room := p.budget - p.used - hcost - 1
 	if room <= 0 {
 		return

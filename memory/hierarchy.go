@@ -186,7 +186,7 @@ func (s *Store) assembleHierarchy(c *conv, budget int) assembly {
 	a := assembly{refs: []TruncationRef{}}
 	const header = "# Recalled memory (hierarchical: recent turns whole, earlier turns summarised)\n"
 	used := s.tok.Count(header) + 2
-	pk := &packer{s: s, budget: budget, used: used, sessions: map[string]bool{}, taken: map[*candidate]bool{}, pinned: map[string]bool{}}
+	pk := newPacker(s, budget, used, false)
 	rules := pk.pinRules([]*conv{c})
 	aggs, aggTexts := s.hierAggs(c)
 	p := planHierarchy(s.hierTurns(c), aggs, budget-pk.used, noteReserve)

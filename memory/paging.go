@@ -378,6 +378,17 @@ func (s *Store) lockTopic(ctx context.Context, convID, name string) (c *conv, ta
 
 // pagedIn reports whether a turn belongs to a topic the model expanded
 // (expand_topic) and has not collapsed. c.mu is held.
+// anyPagedIn reports whether any topic of c is paged in (pagedIn can be
+// true for some turn).
+func (c *conv) anyPagedIn() bool {
+	for _, w := range c.working {
+		if w.Depth == DepthFull || w.Depth == DepthSegments {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *conv) pagedIn(t *turnMeta) bool {
 	for _, tag := range t.Tags {
 		if w, ok := c.working[tag]; ok && (w.Depth == DepthFull || w.Depth == DepthSegments) {

@@ -110,18 +110,23 @@ func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, er
 	total := budget
 	// join puts the items' section before memory's and keeps the whole
 	// within the budget.
-	join := func(mem string) {
-		text := mem
+	// memTokens is mem's token count when known (-1 if not).
+	join := func(mem string, memTokens int) {
+		text, n := mem, memTokens
 		if items.text != "" {
-			text = items.text
+			text, n = items.text, -1
 			if mem != "" {
 				text += "\n\n" + mem
 			}
 		}
-		if s.tok.Count(text) > total {
-			text = s.tok.Truncate(text, total)
+		if n < 0 {
+			n = s.tok.Count(text)
 		}
-		res.Text, res.Tokens = text, s.tok.Count(text)
+		if n > total {
+			text = s.tok.Truncate(text, total)
+			n = s.tok.Count(text)
+		}
+		res.Text, res.Tokens = text, n
 		res.Breakdown.ContextItems = items.tokens
 	}
 	if items.tokens > 0 {
@@ -132,7 +137,7 @@ func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, er
 		if len(convs) == 0 && budget >= minMemoryBudget {
 			mem = s.tok.Truncate("No memory is stored for this conversation yet.", budget)
 		}
-		join(mem)
+		join(mem, -1)
 		return res, nil
 	}
 	for _, c := range convs {
@@ -155,7 +160,11 @@ func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, er
 	a := s.assemble(convs, ranked, matched, q, budget-s.tok.Count(note), len(convs) > 1, res.HintStyle)
 	res.TurnIDs, res.Summaries, res.Breakdown, res.Included = a.turnIDs, a.summaries, a.breakdown, a.included
 	res.Breakdown.Budget = total
-	join(a.text + note)
+	if note == "" {
+		join(a.text, a.tokens)
+	} else {
+		join(a.text+note, -1)
+	}
 	res.TruncationRefs = a.refs
 	return res, nil
 }

@@ -1,9 +1,12 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -98,7 +101,11 @@ func (s *Store) rank(ctx context.Context, convs []*conv, msg string, qvec []floa
 
 // fuse adds every list's reciprocal ranks, times its weight.
 func fuse(lists []signal) map[rkey]float64 {
-	scores := map[rkey]float64{}
+	n := 0
+	for _, l := range lists {
+		n += len(l.keys)
+	}
+	scores := make(map[rkey]float64, n)
 	for _, l := range lists {
 		rk := l.k
 		if rk == 0 {
@@ -365,13 +372,10 @@ func (r *ranker) expand(first map[rkey]float64) signal {
 // session: the turn before or after a strong hit often carries the
 // question it answers or the answer it prompts.
 func (r *ranker) spread(scores map[rkey]float64) {
-	base := make(map[rkey]float64, len(scores))
-	for k, v := range scores {
-		base[k] = v
-	}
+	base := maps.Clone(scores)
 	for k, v := range base {
 		t := k.c.turn(k.seq)
-		for _, d := range []int{-2, -1, 1, 2} {
+		for _, d := range [...]int{-2, -1, 1, 2} {
 			n := rkey{k.c, k.seq + d}
 			nt := k.c.turn(n.seq)
 			if nt == nil || nt.Empty || nt.Session != t.Session {
@@ -409,28 +413,36 @@ func (r *ranker) boost(scores map[rkey]float64) ([]candidate, []string) {
 	if len(speakers) > 0 && r.w.Speaker != 1 {
 		names = append(names, "speaker")
 	}
+	// Only conversations with topics paged in pay for the check.
+	paging := map[*conv]bool{}
+	for _, c := range r.convs {
+		paging[c] = c.anyPagedIn()
+	}
 	out := make([]candidate, 0, len(scores))
 	for k, v := range scores {
 		t := k.c.turn(k.seq)
 		if t.Empty {
 			continue
 		}
-		if t.Name != "" && speakers[strings.ToLower(t.Name)] {
+		if len(speakers) > 0 && t.Name != "" && speakers[strings.ToLower(t.Name)] {
 			v *= r.w.Speaker
 		}
-		if k.c.pagedIn(t) {
+		if paging[k.c] && k.c.pagedIn(t) {
 			v *= r.w.Working
 		}
 		out = append(out, candidate{c: k.c, seq: k.seq, score: v})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].score != out[j].score {
-			return out[i].score > out[j].score
+	slices.SortFunc(out, func(a, b candidate) int {
+		if a.score != b.score {
+			if a.score > b.score {
+				return -1
+			}
+			return 1
 		}
-		if out[i].c.id != out[j].c.id {
-			return out[i].c.id < out[j].c.id
+		if a.c != b.c {
+			return strings.Compare(a.c.id, b.c.id)
 		}
-		return out[i].seq > out[j].seq
+		return cmp.Compare(b.seq, a.seq)
 	})
 	return out, names
 }
