@@ -23,6 +23,8 @@ const benchUsage = `usage:
   vc-mcp bench assistant [--budgets 1000,2000,4000] [--conversations 4] [--filler 150] [--seed 1]
                       [--methods truncation,bm25,vc-mcp] [--variants ...] [--json FILE]
   vc-mcp bench scale [--sizes 1000,10000] [--queries 200] [--binary PATH] [--json FILE] [--svg DIR]
+  vc-mcp bench bm25-serve [--turns 10000] [--seed 1]
+                      (the plain BM25 MCP server bench scale compares recall_context with, on stdio)
 `
 
 // runBench runs "vc-mcp bench ...": args are the words after "bench".
@@ -42,6 +44,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return benchScale(ctx, args[1:], stdout, stderr)
 	case "assistant":
 		return benchAssistant(ctx, args[1:], stdout, stderr)
+	case "bm25-serve":
+		return benchBM25Serve(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, benchUsage)
 		return nil

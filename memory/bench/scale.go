@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -99,6 +100,17 @@ type ScaleRow struct {
 	// killed (SIGKILL) once it had answered: the index was left open.
 	InitializeAfterCrash      Latency `json:"initialize_after_crash"`
 	InitializeAfterCrashError string  `json:"initialize_after_crash_error,omitempty"`
+	// Through the protocol (needs Binary): recall_context on "vc-mcp serve"
+	// over stdio, and a plain BM25 MCP server ("vc-mcp bench bm25-serve":
+	// the same BM25Search behind one search tool, on the same transport
+	// and the same library) over the same turns and queries, one after the
+	// other in the same run. Sizes are the answers' mean bytes.
+	RecallMCP         Latency `json:"recall_mcp"`
+	BM25MCP           Latency `json:"bm25_search_mcp"`
+	RecallOverBM25MCP float64 `json:"recall_over_bm25_mcp_p50"`
+	RecallMCPBytes    float64 `json:"recall_mcp_answer_bytes"`
+	BM25MCPBytes      float64 `json:"bm25_mcp_answer_bytes"`
+	ProtocolError     string  `json:"protocol_error,omitempty"`
 }
 
 // Growth compares two consecutive sizes: each ratio is larger/smaller, and
@@ -251,6 +263,13 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, n int) (ScaleRow, error) {
 		return row, err
 	}
 
+	if cfg.Binary != "" {
+		bar.label(fmt.Sprintf("%d turns: recall and BM25 over MCP", n))
+		if err := protocolLatency(ctx, cfg, &row, filepath.Join(dir, "big"), n, recallQ); err != nil {
+			row.ProtocolError = err.Error()
+		}
+	}
+
 	small := min(n, cfg.SmallBatchTurns)
 	bar.label(fmt.Sprintf("%d turns: ingest, %d per call (%d turns)", n, cfg.SmallBatch, small))
 	eng, rate, err = ingestSynthetic(ctx, cfg.Open, filepath.Join(dir, "small"), syn, small, cfg.SmallBatch, bar)
@@ -293,6 +312,51 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, n int) (ScaleRow, error) {
 		row.InitializeAfterCrash = latencyOf(runs)
 	}
 	return row, nil
+}
+
+// protocolWarmup calls are made before timing over MCP: the first calls
+// of a fresh process load tables and warm caches.
+const protocolWarmup = 5
+
+// protocolLatency times recall_context on "vc-mcp serve" over dir and the
+// search tool of "vc-mcp bench bm25-serve" over the same synthetic turns,
+// both through MCP over stdio, with the same queries.
+func protocolLatency(ctx context.Context, cfg ScaleConfig, row *ScaleRow, dir string, n int, queries []string) error {
+	if len(queries) == 0 {
+		return nil
+	}
+	warm := queries[:min(protocolWarmup, len(queries))]
+	measure := func(args []string, env []string, tool string, toolArgs func(string) map[string]any) (Latency, float64, error) {
+		s, err := startStdio(ctx, cfg.Binary, env, args...)
+		if err != nil {
+			return Latency{}, 0, err
+		}
+		if _, _, err := s.timeTool(tool, warm, toolArgs); err != nil {
+			return Latency{}, 0, errors.Join(err, s.Close())
+		}
+		ms, size, err := s.timeTool(tool, queries, toolArgs)
+		if err != nil {
+			return Latency{}, 0, errors.Join(err, s.Close())
+		}
+		return latencyOf(ms), size, s.Close()
+	}
+	var err error
+	// Like for like with the in-process figures: the store in the serving
+	// process itself (no shared daemon left behind to skew the initialize
+	// timings that follow) and no embedding model (lexical, as above).
+	env := []string{"VC_DATA_DIR=" + dir, "VC_SHARE=off", "VC_MODEL_DIR=" + filepath.Join(dir, "no-model")}
+	row.RecallMCP, row.RecallMCPBytes, err = measure([]string{"serve", "--data-dir", dir}, env,
+		"recall_context", func(q string) map[string]any { return map[string]any{"message": q, "max_tokens": cfg.RecallBudget} })
+	if err != nil {
+		return fmt.Errorf("recall_context over MCP: %w", err)
+	}
+	row.BM25MCP, row.BM25MCPBytes, err = measure([]string{"bench", "bm25-serve", "--turns", strconv.Itoa(n), "--seed", strconv.FormatUint(cfg.Seed, 10)}, nil,
+		"search", func(q string) map[string]any { return map[string]any{"query": q, "limit": 10} })
+	if err != nil {
+		return fmt.Errorf("BM25 search over MCP: %w", err)
+	}
+	row.RecallOverBM25MCP = ratio(row.RecallMCP.P50, row.BM25MCP.P50)
+	return nil
 }
 
 // CrashServe starts "binary serve" on dir, waits for its initialize answer
@@ -580,6 +644,20 @@ func (r *ScaleReport) WriteMarkdown(w io.Writer) error {
 			row.Turns, row.Recall.P50, row.Recall.P99, row.BM25.P50, row.BM25.P99, row.RecallOverBM25,
 			row.DiskRatio, float64(row.DiskBytes)/(1<<20), float64(row.RawTextBytes)/(1<<20), strings.Join(parts, ", "),
 			row.Initialize.P50, crash)
+	}
+	if slices.ContainsFunc(r.Rows, func(row ScaleRow) bool { return row.RecallMCP.N > 0 || row.ProtocolError != "" }) {
+		b.WriteString("\nThrough the protocol (MCP over stdio, one client, same queries, lexical as above): recall_context on `vc-mcp serve` (store in the serving process) against a plain BM25 MCP server (`vc-mcp bench bm25-serve`: the BM25 search above behind one tool, top 10, same library and transport):\n\n")
+		b.WriteString("| turns | recall_context p50/p95/p99 ms | BM25 search p50/p95/p99 ms | recall/BM25 p50 | answer bytes recall / BM25 |\n")
+		b.WriteString("|---|---|---|---|---|\n")
+		for _, row := range r.Rows {
+			if row.ProtocolError != "" {
+				fmt.Fprintf(&b, "| %d | error: %s | | | |\n", row.Turns, strings.ReplaceAll(tail(row.ProtocolError, 160), "|", "/"))
+				continue
+			}
+			fmt.Fprintf(&b, "| %d | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f | %.2f | %.0f / %.0f |\n",
+				row.Turns, row.RecallMCP.P50, row.RecallMCP.P95, row.RecallMCP.P99, row.BM25MCP.P50, row.BM25MCP.P95, row.BM25MCP.P99,
+				row.RecallOverBM25MCP, row.RecallMCPBytes, row.BM25MCPBytes)
+		}
 	}
 	if len(r.Growth) > 0 {
 		b.WriteString("\nGrowth between sizes (ratio larger/smaller; exponent = log(ratio)/log(size ratio), 1 = linear):\n\n")

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/vc-mcp/vc-mcp/memory"
+	"github.com/vc-mcp/vc-mcp/memory/bench"
+)
+
+// TestBenchScaleThroughProtocol runs the scale benchmark's protocol part
+// for real: recall_context on the built binary's stdio server and the
+// plain BM25 MCP server (bench bm25-serve) over the same turns.
+func TestBenchScaleThroughProtocol(t *testing.T) {
+	for _, kv := range childEnv(t) {
+		if k, v, ok := strings.Cut(kv, "="); ok && (k == "HOME" || strings.HasPrefix(k, "XDG_") || k == "VC_DAEMON_IDLE") {
+			t.Setenv(k, v)
+		}
+	}
+	rep, err := bench.RunScale(context.Background(), bench.ScaleConfig{
+		Sizes: []int{300}, Queries: 8, Seed: 1, Open: bench.StoreOpener(memory.Options{}),
+		Binary: binary, SmallBatchTurns: 50, TempDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatalf("RunScale: %v", err)
+	}
+	row := rep.Rows[0]
+	if row.ProtocolError != "" {
+		t.Fatalf("protocol measurement failed: %s", row.ProtocolError)
+	}
+	if row.RecallMCP.N != 8 || row.BM25MCP.N != 8 || row.RecallOverBM25MCP <= 0 {
+		t.Errorf("over MCP: %d recall and %d BM25 timings, ratio %v; want 8, 8, > 0", row.RecallMCP.N, row.BM25MCP.N, row.RecallOverBM25MCP)
+	}
+	// recall_context answers within its 2000-token budget with whole turns;
+	// the baseline with its top 10 one-line turns.
+	if row.BM25MCPBytes <= 0 || row.RecallMCPBytes <= row.BM25MCPBytes {
+		t.Errorf("answer bytes: recall %v, BM25 %v; want both > 0 and recall's larger", row.RecallMCPBytes, row.BM25MCPBytes)
+	}
+	var md bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "Through the protocol") {
+		t.Errorf("markdown lacks the protocol table:\n%s", md.String())
+	}
+}
+
+func TestBenchBM25ServeBadArgs(t *testing.T) {
+	var stderr bytes.Buffer
+	err := runBench(context.Background(), []string{"bm25-serve", "--turns", "0"}, &bytes.Buffer{}, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "--turns") {
+		t.Errorf("bm25-serve --turns 0: %v, want an error naming --turns", err)
+	}
+}
