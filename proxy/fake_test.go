@@ -41,13 +41,21 @@ type harness struct {
 
 func newHarness(t testing.TB, answer proxytest.AnswerFunc, tweak func(*proxy.Options)) *harness {
 	t.Helper()
+	up := proxytest.NewUpstream(t, answer)
+	h := newHarnessFor(t, up.URL, tweak)
+	h.up = up
+	return h
+}
+
+// newHarnessFor is newHarness in front of any upstream URL.
+func newHarnessFor(t testing.TB, upstream string, tweak func(*proxy.Options)) *harness {
+	t.Helper()
 	store, err := memory.Open(context.Background(), memory.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	up := proxytest.NewUpstream(t, answer)
-	opts := proxy.Options{Upstream: up.URL, Memory: store, ProtectedTurns: 2}
+	opts := proxy.Options{Upstream: upstream, Memory: store, ProtectedTurns: 2}
 	if tweak != nil {
 		tweak(&opts)
 	}
@@ -67,7 +75,7 @@ func newHarness(t testing.TB, answer proxytest.AnswerFunc, tweak func(*proxy.Opt
 		p.Drain(ctx)
 		srv.Close()
 	})
-	return &harness{store: store, proxy: p, up: up, url: "http://" + l.Addr().String()}
+	return &harness{store: store, proxy: p, url: "http://" + l.Addr().String()}
 }
 
 func (h *harness) drain(t testing.TB) {

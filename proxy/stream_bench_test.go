@@ -2,7 +2,6 @@ package proxy_test
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vc-mcp/vc-mcp/memory"
-	"github.com/vc-mcp/vc-mcp/proxy"
 )
 
 // streamChunks is how many SSE chunks the upstream sends per answer, one
@@ -91,28 +88,7 @@ func chunkDelays(tb testing.TB, base string, body string) []float64 {
 //	go test -run '^$' -bench StreamChunk -benchtime 50x ./proxy/
 func BenchmarkStreamChunk(b *testing.B) {
 	up := chunkUpstream(b)
-	store, err := memory.Open(context.Background(), memory.Options{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { store.Close() })
-	p, err := proxy.New(proxy.Options{Upstream: up, Memory: store, ProtectedTurns: 2})
-	if err != nil {
-		b.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := &http.Server{Handler: p}
-	go srv.Serve(l)
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		p.Drain(ctx)
-		srv.Close()
-	})
-	via := "http://" + l.Addr().String()
+	via := newHarnessFor(b, up, nil).url
 	var viaMS, directMS []float64
 	for i := 0; b.Loop(); i++ {
 		body := fmt.Sprintf(`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"Tell me about sailing plan %d"}]}`, i)

@@ -23,6 +23,8 @@ type stdioSession struct {
 	sc     *bufio.Scanner
 	stderr *bytes.Buffer
 	nextID int
+	// initTook is the time from just before exec to the initialize answer.
+	initTook time.Duration
 }
 
 // startStdio starts binary with args and completes the MCP handshake.
@@ -39,14 +41,16 @@ func startStdio(ctx context.Context, binary string, env []string, args ...string
 	if err != nil {
 		return nil, fmt.Errorf("stdout pipe: %w", err)
 	}
+	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", binary, err)
 	}
 	s.sc = bufio.NewScanner(stdout)
 	s.sc.Buffer(make([]byte, 64*1024), 16<<20)
 	if _, err := s.call("initialize", json.RawMessage(`{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"vc-mcp-bench","version":"1"}}`)); err != nil {
-		return nil, errors.Join(err, s.Close())
+		return nil, errors.Join(fmt.Errorf("%s: %w", binary, err), s.Close())
 	}
+	s.initTook = time.Since(start)
 	if _, err := io.WriteString(s.stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
 		return nil, errors.Join(fmt.Errorf("send initialized: %w", err), s.Close())
 	}
@@ -109,6 +113,15 @@ func (s *stdioSession) callTool(name string, args map[string]any) (string, error
 
 // Close ends the session: EOF on stdin, then a wait bounded to 5 s.
 func (s *stdioSession) Close() error { return stopChild(s.cmd, s.stdin) }
+
+// kill ends the session as a crash does: SIGKILL, no EOF first.
+func (s *stdioSession) kill() error {
+	if err := s.cmd.Process.Kill(); err != nil {
+		return fmt.Errorf("kill: %w", err)
+	}
+	_ = s.cmd.Wait() // "signal: killed" is the point; Wait closes the pipes
+	return nil
+}
 
 // timeTool calls tool once per query (args builds the arguments) and
 // returns the latency of each call in milliseconds and the answers' mean

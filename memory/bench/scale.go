@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -364,38 +362,11 @@ func protocolLatency(ctx context.Context, cfg ScaleConfig, row *ScaleRow, dir st
 func CrashServe(ctx context.Context, binary, dir string) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "serve", "--data-dir", dir)
-	cmd.Env = append(os.Environ(), "VC_DATA_DIR="+dir)
-	stdin, err := cmd.StdinPipe()
+	s, err := startStdio(ctx, binary, []string{"VC_DATA_DIR=" + dir}, "serve", "--data-dir", dir)
 	if err != nil {
-		return fmt.Errorf("stdin pipe: %w", err)
+		return fmt.Errorf("before the kill: %w", err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return fmt.Errorf("stdout pipe: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", binary, err)
-	}
-	defer stdin.Close()
-	if _, err := io.WriteString(stdin, initializeRequest); err != nil {
-		_ = cmd.Process.Kill()
-		return errors.Join(fmt.Errorf("send initialize: %w", err), cmd.Wait())
-	}
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 64*1024), 16<<20)
-	answered := false
-	for !answered && sc.Scan() {
-		answered = strings.Contains(sc.Text(), `"id":1`)
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		return fmt.Errorf("kill: %w", err)
-	}
-	_ = cmd.Wait() // "signal: killed" is the point
-	if !answered {
-		return fmt.Errorf("%s answered no initialize before the kill", binary)
-	}
-	return nil
+	return s.kill()
 }
 
 // dirParts measures each top-level entry of dir.
@@ -495,58 +466,18 @@ func peakRSS() int64 {
 	return 0
 }
 
-// initializeRequest is the first message an MCP client sends.
-const initializeRequest = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"vc-mcp-bench","version":"1"}}}` + "\n"
-
 // TimeInitialize starts "binary serve --data-dir dir", sends initialize on
 // stdin and returns the time from just before exec to the answer on stdout.
 func TimeInitialize(ctx context.Context, binary, dir string) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "serve", "--data-dir", dir)
-	cmd.Env = append(os.Environ(), "VC_DATA_DIR="+dir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
+	s, err := startStdio(ctx, binary, []string{"VC_DATA_DIR=" + dir}, "serve", "--data-dir", dir)
 	if err != nil {
-		return 0, fmt.Errorf("stdin pipe: %w", err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, fmt.Errorf("stdout pipe: %w", err)
-	}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("start %s: %w", binary, err)
-	}
-	if _, err := io.WriteString(stdin, initializeRequest); err != nil {
-		return 0, errors.Join(fmt.Errorf("send initialize: %w", err), stopChild(cmd, stdin))
-	}
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 64*1024), 16<<20)
-	var elapsed time.Duration
-	for sc.Scan() {
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Result json.RawMessage `json:"result"`
-			Error  json.RawMessage `json:"error"`
-		}
-		if json.Unmarshal(sc.Bytes(), &msg) != nil || string(msg.ID) != "1" {
-			continue
-		}
-		if len(msg.Error) > 0 {
-			return 0, errors.Join(fmt.Errorf("initialize failed: %s", msg.Error), stopChild(cmd, stdin))
-		}
-		elapsed = time.Since(start)
-		break
-	}
-	if elapsed == 0 {
-		err := stopChild(cmd, stdin)
-		return 0, fmt.Errorf("no initialize answer from %s (stderr: %q): %w", binary, tail(stderr.String(), 300), errors.Join(sc.Err(), err))
+		return 0, err
 	}
 	// It answered; how it then shuts down is not what this measures.
-	_ = stopChild(cmd, stdin)
-	return elapsed, nil
+	_ = s.Close()
+	return s.initTook, nil
 }
 
 // stopChild closes the child's stdin (a stdio server exits on EOF) and waits,
