@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // streamChunks is how many SSE chunks the upstream sends per answer, one
