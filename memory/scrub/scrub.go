@@ -62,11 +62,53 @@ type Options struct {
 }
 
 type compiled struct {
-	name   string
-	re     *regexp.Regexp
-	group  int // index of the "secret" group, or 0 for the whole match
-	check  func(string) bool
-	anchor string // a literal every match contains (cheap pre-filter), or ""
+	name    string
+	re      *regexp.Regexp
+	group   int // index of the "secret" group, or 0 for the whole match
+	check   func(string) bool
+	need    []string // lower-case literals, one of which every match holds
+	needRun int      // a run of base64 characters every match holds
+}
+
+// mayMatch is the rule's cheap pre-filter: false means no match is
+// possible in text (lower is text in lower case).
+func (r compiled) mayMatch(text, lower string) bool {
+	if r.needRun > 0 && !hasBase64Run(text, r.needRun) {
+		return false
+	}
+	if len(r.need) == 0 {
+		return true
+	}
+	for _, n := range r.need {
+		if strings.Contains(lower, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// foldLower is text in lower case as (?i) matches it: besides
+// strings.ToLower (which already maps the Kelvin sign to k), the long s
+// folds to s.
+func foldLower(text string) string {
+	return strings.ReplaceAll(strings.ToLower(text), "ſ", "s")
+}
+
+// hasBase64Run reports whether text holds n characters of [A-Za-z0-9/+]
+// in a row.
+func hasBase64Run(text string, n int) bool {
+	run := 0
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '/' || c == '+' {
+			if run++; run >= n {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
 }
 
 // Scrubber replaces secrets. A nil *Scrubber replaces nothing.
@@ -82,7 +124,9 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
 func New(opts Options) (*Scrubber, error) {
 	s := &Scrubber{}
 	for _, r := range rules {
-		s.rules = append(s.rules, compile(r.Name, regexp.MustCompile(r.Pattern), r.check))
+		c := compile(r.Name, regexp.MustCompile(r.Pattern), r.check)
+		c.need, c.needRun = r.need, r.needRun
+		s.rules = append(s.rules, c)
 	}
 	for i, e := range opts.Extra {
 		if !nameRE.MatchString(e.Name) {
@@ -134,9 +178,16 @@ func (s *Scrubber) Scrub(text string) (string, int) {
 		return text, 0
 	}
 	total := 0
+	lower := foldLower(text)
 	for _, r := range s.rules {
+		if !r.mayMatch(text, lower) {
+			continue
+		}
 		var n int
 		text, n = s.apply(r, text)
+		if n > 0 {
+			lower = foldLower(text)
+		}
 		total += n
 	}
 	return text, total

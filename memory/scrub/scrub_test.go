@@ -180,3 +180,68 @@ func FuzzJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestPrefilterChangesNothing: the rules' cheap pre-filters only skip
+// texts a rule cannot match. Every corpus text, in its own case, upper and
+// lower case, and with the letters that fold to ASCII ones (the long s, the
+// Kelvin sign), is scrubbed the same with and without them.
+func TestPrefilterChangesNothing(t *testing.T) {
+	with := Default()
+	without := Default()
+	for i := range without.rules {
+		without.rules[i].need, without.rules[i].needRun = nil, 0
+	}
+	var texts []string
+	for _, c := range loadCorpus[[]secretCase](t, "secrets.json") {
+		texts = append(texts, c.Text)
+	}
+	texts = append(texts, loadCorpus[[]string](t, "ordinary.json")...)
+	texts = append(texts, "my paſſword = 'hunter2hunter2'", "the \u212Aey: 'api_\u212Aey=Zx8Qw3Lm9Rt2Yv6Bn1Kp4'", "PASSWORD=correcthorse")
+	skipped := 0
+	for _, base := range texts {
+		for _, text := range []string{base, strings.ToUpper(base), strings.ToLower(base)} {
+			got, n := with.Scrub(text)
+			want, wn := without.Scrub(text)
+			if got != want || n != wn {
+				t.Errorf("pre-filter changed the result for %q:\nwith    %q (%d)\nwithout %q (%d)", text, got, n, want, wn)
+			}
+			lower := foldLower(text)
+			for _, r := range with.rules {
+				if !r.mayMatch(text, lower) {
+					skipped++
+				}
+			}
+		}
+	}
+	if got, _ := with.Scrub("my paſſword = 'hunter2hunter2'"); strings.Contains(got, "hunter2hunter2") {
+		t.Errorf("long-s password survived: %q", got)
+	}
+	if skipped == 0 {
+		t.Errorf("the pre-filters skipped no rule on any text")
+	}
+}
+
+// BenchmarkScrubOrdinary scrubs the ordinary corpus (no secrets: the
+// common case) with the rules' pre-filters and, as the baseline in the same
+// run, without them.
+//
+//	go test ./memory/scrub -run '^$' -bench ScrubOrdinary
+func BenchmarkScrubOrdinary(b *testing.B) {
+	lines := loadCorpus[[]string](b, "ordinary.json")
+	without := Default()
+	for i := range without.rules {
+		without.rules[i].need, without.rules[i].needRun = nil, 0
+	}
+	for _, bc := range []struct {
+		name string
+		s    *Scrubber
+	}{{"prefilter", Default()}, {"no-prefilter", without}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				for _, l := range lines {
+					bc.s.Scrub(l)
+				}
+			}
+		})
+	}
+}
