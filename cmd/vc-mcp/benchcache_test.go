@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vc-mcp/vc-mcp/embed"
@@ -91,4 +92,54 @@ func TestVectorCache(t *testing.T) {
 	if st.Size() != 3*rec {
 		t.Errorf("after a torn record the file is %d bytes, want %d", st.Size(), 3*rec)
 	}
+}
+
+// TestBenchVectorCacheWiring: bench assistant with --vector-cache gives the
+// same tables on a re-run, which embeds nothing.
+func TestBenchVectorCacheWiring(t *testing.T) {
+	model, cache := tinyCopy(t), t.TempDir()
+	args := []string{"assistant", "--conversations", "1", "--filler", "3", "--budgets", "1000",
+		"--methods", "bm25,dense,vc-mcp", "--model", model, "--vector-cache", cache}
+	run := func() (string, string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if err := runBench(context.Background(), args, &out, &errb); err != nil {
+			t.Fatalf("bench assistant: %v\n%s", err, errb.String())
+		}
+		return out.String(), errb.String()
+	}
+	first, log1 := run()
+	second, log2 := run()
+	if !strings.Contains(log1, "vector cache") || strings.Contains(log1, " 0 embedded") {
+		t.Errorf("first run's cache report: %q", lastLine(log1))
+	}
+	if !strings.Contains(log2, " 0 embedded") {
+		t.Errorf("second run embedded again: %q", lastLine(log2))
+	}
+	// The tables without the latency column, which varies.
+	if stripLatency(first) != stripLatency(second) {
+		t.Errorf("a cached re-run changed the figures:\n%s\n---\n%s", first, second)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+func stripLatency(s string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, "| ") {
+			cells := strings.Split(l, "|")
+			if len(cells) > 3 {
+				l = strings.Join(cells[:len(cells)-2], "|")
+			}
+		}
+		if strings.HasPrefix(l, "Preparation time") {
+			continue
+		}
+		b.WriteString(l + "\n")
+	}
+	return b.String()
 }
