@@ -16,7 +16,7 @@ import (
 	"github.com/vc-mcp/vc-mcp/internal/realmodel"
 )
 
-// The semantic thresholds (semanticTagMin, bleedMin, zConfidence's offset)
+// The semantic thresholds (semanticTagMin, bleedMin, the dense margin gate)
 // are set from the real all-MiniLM-L6-v2's scores on the hand-made pairs of
 // testdata/calibration.json; these tests measure the distributions again
 // and fail if a threshold no longer separates them as its comment says.
@@ -178,7 +178,7 @@ func logSweeps(t *testing.T, m *embed.Model, d calibrationData) {
 		t.Logf("confidence offset %.2f: answered with confidence %d/%d, unanswered %d/%d", off, ans, len(d.Recall.Answered), un, len(d.Recall.Unanswered))
 	}
 	for _, z := range zs {
-		t.Logf("z %-9s n=%d best %.3f z %.2f chance %.2f top1ok %v %q", z.kind, len(turns), z.best, z.z, z.chance, z.top1, z.query)
+		t.Logf("z %-9s n=%d best %.3f margin %.3f z %.2f chance %.2f top1ok %v %q", z.kind, len(turns), z.best, z.best-z.mean, z.z, z.chance, z.top1, z.query)
 	}
 }
 
@@ -225,9 +225,9 @@ func mapsKeys(m map[string][][2]string) func(func(string) bool) {
 }
 
 type queryScore struct {
-	kind, query           string
-	best, z, chance, conf float64
-	top1                  bool
+	kind, query                 string
+	best, mean, z, chance, conf float64
+	top1                        bool
 }
 
 // queryZ scores each recall query against the turns as denseScores does.
@@ -256,8 +256,8 @@ func queryZ(t testing.TB, m *embed.Model, d calibrationData, turns []string) []q
 		n := float64(len(tv))
 		mean := sum / n
 		std := math.Sqrt(sumSq/n - mean*mean)
-		out = append(out, queryScore{kind: kind, query: q, best: best, z: (best - mean) / std,
-			chance: math.Sqrt(2 * math.Log(n)), conf: zConfidence(best, sum, sumSq, len(tv)),
+		out = append(out, queryScore{kind: kind, query: q, best: best, mean: mean, z: (best - mean) / std,
+			chance: math.Sqrt(2 * math.Log(n)), conf: marginConfidence(best, sum, sumSq, len(tv), len(qv[0])),
 			top1: gold != "" && (turns[bi] == gold || paraphrase(t, m, turns[bi], gold))})
 	}
 	for _, a := range d.Recall.Answered {
@@ -319,9 +319,9 @@ func TestRealCalibrationThresholds(t *testing.T) {
 		}
 	}
 	na, nu := len(d.Recall.Answered), len(d.Recall.Unanswered)
-	t.Logf("denseConfidenceOffset %.2f: answered with confidence %d/%d (%d with the right turn first), unanswered %d/%d", denseConfidenceOffset, ans, na, right, un, nu)
-	if ans*10 < na*7 || un*2 > nu {
-		t.Errorf("denseConfidenceOffset %.2f: %d/%d answered queries keep the dense signal (want >= 70%%), %d/%d unanswered get one (want <= 50%%)", denseConfidenceOffset, ans, na, un, nu)
+	t.Logf("denseMarginMin %.2f: answered with confidence %d/%d (%d with the right turn first), unanswered %d/%d", denseMarginMin, ans, na, right, un, nu)
+	if ans*10 < na*8 || un*10 > nu*3 {
+		t.Errorf("denseMarginMin %.2f: %d/%d answered queries keep the dense signal (want >= 80%%), %d/%d unanswered get one (want <= 30%%)", denseMarginMin, ans, na, un, nu)
 	}
 }
 

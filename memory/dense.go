@@ -230,7 +230,7 @@ func (s *Store) embedPending(ctx context.Context, c *conv) (int, error) {
 			c.mu.RUnlock()
 			return 0, err
 		}
-		jobs = append(jobs, job{seq, clip(rec.Content, embedMaxChars)})
+		jobs = append(jobs, job{seq, clip(embedText(rec.Name, rec.Content), embedMaxChars)})
 	}
 	c.mu.RUnlock()
 	if len(jobs) == 0 {
@@ -284,6 +284,20 @@ func (s *Store) embedPending(ctx context.Context, c *conv) (int, error) {
 	return len(jobs), nil
 }
 
+// embedText is what a turn's vector encodes: its text, after the name of
+// the person who said it when the turn has one ("Tim: I just finished
+// that book"). In a chat between named people a question names whom it is
+// about ("What books has Tim read?"), and the speaker is who "I" is in the
+// turn: the lexical side knows it through the speaker boost, the vector
+// only if the name is in what it encodes. Role-only turns (an assistant
+// chat) encode their text alone.
+func embedText(name, content string) string {
+	if name = strings.TrimSpace(name); name != "" {
+		return name + ": " + content
+	}
+	return content
+}
+
 func finite(v []float32) bool {
 	for _, x := range v {
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
@@ -329,29 +343,85 @@ func loadVectors(b *bolt.Bucket, c *conv) error {
 
 // denseScores returns the best cosine similarities of the query vector with
 // the conversation's turn vectors, best first, and a confidence in [0,1]:
-// how far the best matches stand out from the crowd. A model that cannot
-// tell turns apart (random weights, a query about nothing stored) gets a
-// confidence near zero, so it cannot drown the lexical signals.
+// how far the best matches stand out from the crowd, as a z-score
+// (zConfidence; find_quote's gate). A model that cannot tell turns apart
+// (random weights, a query about nothing stored) gets a confidence near
+// zero, so it cannot drown the lexical signals.
 func denseScores(c *conv, q []float32, limit int) (seqs []int, sims []float32, confidence float64) {
+	seqs, sims, st := denseRank(c, q, limit)
+	if len(seqs) == 0 {
+		return nil, nil, 0
+	}
+	return seqs, sims, zConfidence(float64(sims[0]), st.sum, st.sumSq, st.n)
+}
+
+// crowd is the sum and sum of squares of a query's cosines with n turns.
+type crowd struct {
+	sum, sumSq float64
+	n          int
+}
+
+// denseRank returns the limit turns most similar to q, best first, and
+// the crowd of all the similarities.
+func denseRank(c *conv, q []float32, limit int) (seqs []int, sims []float32, st crowd) {
 	v := &c.vecs
 	n := len(v.seqs)
 	if n == 0 || len(q) != v.dim || limit <= 0 {
-		return nil, nil, 0
+		return nil, nil, crowd{}
 	}
 	top := &topK{k: limit}
-	var sum, sumSq float64
 	for r, d := range v.mat.Dots(q, nil) {
-		sum += float64(d)
-		sumSq += float64(d) * float64(d)
+		st.sum += float64(d)
+		st.sumSq += float64(d) * float64(d)
 		top.push(r, d)
 	}
+	st.n = n
 	rows, best := top.sorted()
 	seqs = make([]int, len(rows))
 	for i, r := range rows {
 		seqs[i] = v.seqs[r]
 	}
-	return seqs, best, zConfidence(float64(best[0]), sum, sumSq, n)
+	return seqs, best, st
 }
+
+// marginConfidence maps how far the best cosine stands above the mean
+// cosine of the query with every turn (in cosine units) to [0,1]: 0 up to
+// denseMarginMin, 1 from denseMarginFull. Unlike a z-score it does not
+// shrink when the crowd itself is on the question's subject (a long chat
+// between the same two people about the same few things: there a real
+// match of cosine 0.55 over a mean of 0.07 is barely 4 standard deviations
+// out: on the real model the z gate gave no say to 53% of the LoCoMo dev
+// questions, this gate to 1%; 79% and 5% once turn vectors carry their
+// speaker's name, which raises the crowd's mean for a question naming him).
+// The margin must also beat what chance gives vectors that mean nothing:
+// the best of n random unit vectors in dim dimensions stands about
+// sqrt(2 ln n) standard deviations of 1/sqrt(dim) above their mean; one
+// deviation more is the floor (0.23 for 600 turns of MiniLM's 384
+// dimensions, under the calibrated 0.28; 0.75 for 200 turns of a
+// 32-dimensional toy), so a model that cannot tell turns apart still gets
+// no say.
+func marginConfidence(best, sum, sumSq float64, n, dim int) float64 {
+	if n < 8 || dim <= 0 {
+		return 0
+	}
+	margin := best - sum/float64(n)
+	floor := max(denseMarginMin, (math.Sqrt(2*math.Log(float64(n)))+1)/math.Sqrt(float64(dim)))
+	return math.Max(0, math.Min(1, (margin-floor)/(denseMarginFull-denseMarginMin)))
+}
+
+// denseMarginMin and denseMarginFull bound the dense signal's confidence
+// by the best cosine's margin over the mean. Calibrated on the real
+// all-MiniLM-L6-v2 over the 149 turns of testdata/calibration.json
+// (TestRealCalibration*): the 20 queries whose answer is one turn stand
+// 0.23 to 0.78 above the mean (median 0.36), the 16 about nothing stored
+// 0.14 to 0.39 (median 0.20). At 0.28, 17 of 20 answered queries keep the
+// dense signal and 4 of 16 unanswered ones get a say, against 15 and 7 for
+// the z-score gate it replaced (zConfidence with denseConfidenceOffset);
+// full weight from 0.48, above every unanswered query.
+const (
+	denseMarginMin  = 0.28
+	denseMarginFull = 0.48
+)
 
 // zConfidence maps the z-score of the best similarity among n to [0,1]. The
 // best of n draws that mean nothing stands about sqrt(2 ln n) standard
@@ -373,17 +443,14 @@ func zConfidence(best, sum, sumSq float64, n int) float64 {
 }
 
 // denseConfidenceOffset is how far past chance (in standard deviations) the
-// best match must stand before the dense signal gets a say. Calibrated on
-// the real all-MiniLM-L6-v2 over the 149 turns of testdata/calibration.json
-// (TestRealCalibration*): 20 queries whose answer is one turn (most of them
-// vocabulary drift, "that caching trick for the feed") stand z - chance =
-// -0.16 to 4.2 (median 0.9) above chance, 16 queries about nothing stored
-// -0.8 to 2.3 (median 0.1): real weights separate them only partly. At
-// 0.25, 15 of 20 answered queries keep the dense signal and 7 of 16
-// unanswered ones get a (small) say; the old 0.5 dropped 8 of 20 answered
-// queries, the README's example among them (z - chance = 0.30), for 2
-// fewer stray pulls. Random weights still get none (their best sits below
-// chance: TestRandomEmbedderDoesNotChangeRecall).
+// best tag name must stand before semantic tags count (semanticTags). It
+// gated the dense turn signal too, calibrated on the real
+// all-MiniLM-L6-v2 over the 149 turns of testdata/calibration.json: 20
+// queries whose answer is one turn stand z - chance = -0.16 to 4.2 (median
+// 0.9) above chance, 16 about nothing stored -0.8 to 2.3 (median 0.1).
+// Turns are now gated by marginConfidence, which separates those better
+// (17/20 against 4/16, where this gave 15/20 against 7/16) and does not
+// mistake a crowd of turns on the same subject for chance.
 const denseConfidenceOffset = 0.25
 
 func dot(a, b []float32) float32 {

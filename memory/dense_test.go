@@ -281,3 +281,49 @@ func TestContextBleedGate(t *testing.T) {
 		})
 	}
 }
+
+// TestMarginConfidence: the dense signal's gate, alone. Crowds are given
+// as (mean, n): sum = mean*n, sumSq does not matter to the margin.
+func TestMarginConfidence(t *testing.T) {
+	mid := (denseMarginMin + denseMarginFull) / 2
+	for _, tc := range []struct {
+		name       string
+		best, mean float64
+		n, dim     int
+		want       float64
+	}{
+		{"too few turns", 0.9, 0.0, 7, 384, 0},
+		{"no dimensions", 0.9, 0.0, 100, 0, 0},
+		{"at the floor", 0.1 + denseMarginMin, 0.1, 600, 384, 0},
+		{"halfway", 0.1 + mid, 0.1, 600, 384, 0.5},
+		{"full", 0.1 + denseMarginFull, 0.1, 600, 384, 1},
+		{"capped at 1", 0.95, 0.0, 600, 384, 1},
+		{"below the mean", 0.05, 0.1, 600, 384, 0},
+		// A topical crowd: mean 0.2, best 0.6 is a real match whatever the
+		// spread (the z gate read such matches as chance).
+		{"topical crowd", 0.2 + denseMarginFull, 0.2, 600, 384, 1},
+		// 32 random dimensions: the chance floor (0.75 for 200 turns) is
+		// above the calibrated one, so a best 0.6 over the mean says nothing.
+		{"random toy", 0.6, 0.0, 200, 32, 0},
+		{"random toy, huge margin", 0.99, 0.0, 200, 32, 1},
+	} {
+		got := marginConfidence(tc.best, tc.mean*float64(tc.n), 0, tc.n, tc.dim)
+		if math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s: marginConfidence(best %.3f, mean %.3f, n %d, dim %d) = %.3f, want %.3f", tc.name, tc.best, tc.mean, tc.n, tc.dim, got, tc.want)
+		}
+	}
+}
+
+// TestEmbedText: a turn's vector carries its speaker's name when it has one.
+func TestEmbedText(t *testing.T) {
+	for _, tc := range []struct{ name, content, want string }{
+		{"Tim", "I just finished that book.", "Tim: I just finished that book."},
+		{" Tim ", "hi", "Tim: hi"},
+		{"", "role-only chat", "role-only chat"},
+		{"  ", "blank name", "blank name"},
+	} {
+		if got := embedText(tc.name, tc.content); got != tc.want {
+			t.Errorf("embedText(%q, %q) = %q, want %q", tc.name, tc.content, got, tc.want)
+		}
+	}
+}

@@ -184,7 +184,11 @@ func (r *ranker) dense() []signal {
 	}
 	var out []signal
 	for _, c := range r.convs {
-		seqs, _, conf := denseScores(c, r.qvec, r.depth)
+		seqs, sims, st := denseRank(c, r.qvec, r.depth)
+		if len(seqs) == 0 {
+			continue
+		}
+		conf := marginConfidence(float64(sims[0]), st.sum, st.sumSq, st.n, len(r.qvec))
 		if conf <= 0 {
 			continue
 		}

@@ -18,7 +18,7 @@ import (
 
 const benchUsage = `usage:
   vc-mcp bench locomo --data PATH [--budgets 1000,2000,4000,8000] [--conversations conv-26,...]
-                      [--methods truncation,bm25,dense,hybrid,vc-mcp] [--model DIR] [--json FILE] [--svg DIR]
+                      [--methods truncation,bm25,dense,hybrid,vc-mcp] [--model DIR] [--vector-cache DIR] [--json FILE] [--svg DIR]
                       [--variants 'name=weight=v,weight=v;name2=...'] (vc-mcp ranking ablations, same run)
   vc-mcp bench assistant [--budgets 1000,2000,4000] [--conversations 4] [--filler 150] [--seed 1]
                       [--methods truncation,bm25,vc-mcp] [--variants ...] [--json FILE]
@@ -67,6 +67,7 @@ func benchLoCoMo(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	variants := fs.String("variants", "", "ranking ablations run beside vc-mcp, ';'-separated NAME=OVERRIDES, e.g. 'nospeaker=speaker=1;noexpand=expand=0' (weights: see memory.Ranking)")
 	modelDir := fs.String("model", "", "embedding model directory for dense, hybrid and vc-mcp's semantic signals (default: the default model dir, used when a model is there)")
 	store := fs.String("store", "", "also run vc-mcp with its memory on this PostgreSQL URL (one new schema per conversation), as vc-mcp/postgres")
+	vectorCache := fs.String("vector-cache", "", "keep the model's vectors in DIR, keyed by text hash, so re-runs embed nothing twice (figures unchanged)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -85,7 +86,8 @@ func benchLoCoMo(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return fmt.Errorf("bench locomo: %w", err)
 	}
-	counter, ms, err := benchMethods(ctx, "bench locomo", *methods, *modelDir, *variants, *store, stderr)
+	counter, ms, done, err := benchMethods(ctx, "bench locomo", *methods, *modelDir, *variants, *store, *vectorCache, stderr)
+	defer done()
 	if err != nil {
 		return err
 	}
@@ -129,6 +131,7 @@ func benchAssistant(ctx context.Context, args []string, stdout, stderr io.Writer
 	variants := fs.String("variants", "", "ranking ablations run beside vc-mcp, ';'-separated NAME=OVERRIDES (see bench locomo)")
 	jsonOut := fs.String("json", "", "also write the full report as JSON to FILE")
 	modelDir := fs.String("model", "", "embedding model directory for vc-mcp's semantic signals (default: the default model dir, used when a model is there)")
+	vectorCache := fs.String("vector-cache", "", "keep the model's vectors in DIR, keyed by text hash, so re-runs embed nothing twice (figures unchanged)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -139,7 +142,8 @@ func benchAssistant(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *n <= 0 || *n > 100 || *filler <= 0 || *filler > 5000 {
 		return errors.New("bench assistant: --conversations must be 1..100 and --filler 1..5000")
 	}
-	counter, ms, err := benchMethods(ctx, "bench assistant", *methods, *modelDir, *variants, "", stderr)
+	counter, ms, done, err := benchMethods(ctx, "bench assistant", *methods, *modelDir, *variants, "", *vectorCache, stderr)
+	defer done()
 	if err != nil {
 		return err
 	}
@@ -339,18 +343,36 @@ func writeSVG(dir, name string, c bench.Chart) error {
 
 // benchMethods builds the methods a benchmark compares, by name (truncation,
 // bm25, dense, hybrid, vc-mcp and its --variants), with the embedding model
-// of modelDir when there is one; cmd prefixes errors and notes.
-func benchMethods(ctx context.Context, cmd, names, modelDir, variants, store string, stderr io.Writer) (*bench.Counter, []bench.Method, error) {
+// of modelDir when there is one (behind a vector cache in cacheDir when
+// one is named); cmd prefixes errors and notes. done flushes the cache.
+func benchMethods(ctx context.Context, cmd, names, modelDir, variants, store, cacheDir string, stderr io.Writer) (_ *bench.Counter, _ []bench.Method, done func(), _ error) {
+	done = func() {}
 	counter, err := bench.NewCounter()
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", cmd, err)
+		return nil, nil, done, fmt.Errorf("%s: %w", cmd, err)
 	}
-	emb, err := benchEmbedder(ctx, cmd, modelDir, stderr)
+	model, err := benchEmbedder(ctx, cmd, modelDir, stderr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", cmd, err)
+		return nil, nil, done, fmt.Errorf("%s: %w", cmd, err)
+	}
+	var emb interface {
+		bench.Embedder
+		memory.Embedder
 	}
 	opts := memory.Options{}
-	if emb != nil {
+	if model != nil {
+		emb = model
+		if cacheDir != "" {
+			vc, err := openVectorCache(model, cacheDir)
+			if err != nil {
+				return nil, nil, done, fmt.Errorf("%s: %w", cmd, err)
+			}
+			emb, done = vc, func() {
+				if err := vc.Close(stderr); err != nil {
+					fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+				}
+			}
+		}
 		opts.Embedder = emb
 	}
 	var ms []bench.Method
@@ -376,12 +398,12 @@ func benchMethods(ctx context.Context, cmd, names, modelDir, variants, store str
 			}
 			vs, err := rankingVariants(opts, variants)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s: --variants: %w", cmd, err)
+				return nil, nil, done, fmt.Errorf("%s: --variants: %w", cmd, err)
 			}
 			ms = append(ms, vs...)
 		default:
-			return nil, nil, fmt.Errorf("%s: unknown method %q", cmd, name)
+			return nil, nil, done, fmt.Errorf("%s: unknown method %q", cmd, name)
 		}
 	}
-	return counter, ms, nil
+	return counter, ms, done, nil
 }
