@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 
 	"github.com/vc-mcp/vc-mcp/embed"
 	"strings"
@@ -258,6 +259,9 @@ func (s *Store) embedPending(ctx context.Context, c *conv) (int, error) {
 			return err
 		}
 		vb := b.Bucket(bucketVectors)
+		if err := markVectorFormat(vb); err != nil {
+			return err
+		}
 		for i, j := range jobs {
 			v := vecs[i]
 			if len(v) == 0 || c.vecs.dim != 0 && len(v) != c.vecs.dim || !finite(v) {
@@ -323,10 +327,47 @@ func decodeVector(b []byte) []float32 {
 	return out
 }
 
-// loadVectors reads a conversation's vectors from its bucket.
+// vectorFormat names what a stored turn vector encodes (embedText's
+// recipe). It is kept under vectorFormatKey in each conversation's vectors
+// bucket; vectors of another format are not loaded, so the background
+// embedder makes them again (and the first write replaces them all).
+// Version 2: "Name: text" for named turns (version 1, unmarked: the text
+// alone).
+const vectorFormat = "embed-text-v2"
+
+var vectorFormatKey = []byte("format") // not 8 bytes: never a turn's key
+
+// currentVectors reports whether vb holds vectors of vectorFormat.
+func currentVectors(vb *bolt.Bucket) bool {
+	return string(vb.Get(vectorFormatKey)) == vectorFormat
+}
+
+// markVectorFormat makes vb a bucket of vectorFormat vectors, dropping
+// vectors of an older format first.
+func markVectorFormat(vb *bolt.Bucket) error {
+	if currentVectors(vb) {
+		return nil
+	}
+	var old [][]byte
+	if err := vb.ForEach(func(k, _ []byte) error {
+		old = append(old, slices.Clone(k))
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range old {
+		if err := vb.Delete(k); err != nil {
+			return err
+		}
+	}
+	return vb.Put(vectorFormatKey, []byte(vectorFormat))
+}
+
+// loadVectors reads a conversation's vectors from its bucket, unless they
+// are of an older format.
 func loadVectors(b *bolt.Bucket, c *conv) error {
 	vb := b.Bucket(bucketVectors)
-	if vb == nil {
+	if vb == nil || !currentVectors(vb) {
 		return nil
 	}
 	return vb.ForEach(func(k, v []byte) error {

@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/vc-mcp/vc-mcp/embed"
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
+	bolt "go.etcd.io/bbolt"
 )
 
 // conceptEmbedder is a deterministic fake: each text maps to the concepts
@@ -325,5 +327,59 @@ func TestEmbedText(t *testing.T) {
 		if got := embedText(tc.name, tc.content); got != tc.want {
 			t.Errorf("embedText(%q, %q) = %q, want %q", tc.name, tc.content, got, tc.want)
 		}
+	}
+}
+
+// TestOlderVectorFormatIsRemade: vectors stored before turn vectors carried
+// the speaker's name (no format mark) are not loaded; the background
+// embedder makes them again, replacing the old ones, and marks the bucket.
+func TestOlderVectorFormatIsRemade(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir, Embedder: &conceptEmbedder{}})
+	ingest(t, s, "c", semanticChat())
+	waitVectors(t, s, "c")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Make the store look like one written by an older version.
+	db, err := bolt.Open(filepath.Join(dir, "vc.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(convBucketName("c")).Bucket(bucketVectors).Delete(vectorFormatKey)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	emb := &conceptEmbedder{}
+	s2 := openTest(t, Options{Dir: dir, Embedder: emb})
+	if _, err := s2.conversation(context.Background(), "c", false); err != nil { // loaded: its turns count as pending
+		t.Fatal(err)
+	}
+	waitVectors(t, s2, "c")
+	if got := emb.calls.Load(); got == 0 {
+		t.Fatalf("no turn was embedded again after reopening older-format vectors")
+	}
+	c, err := s2.conversation(context.Background(), "c", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.RLock()
+	n := len(c.vecs.seqs)
+	c.mu.RUnlock()
+	if n != len(semanticChat()) {
+		t.Errorf("%d vectors after the remake, want %d", n, len(semanticChat()))
+	}
+	if err := s2.db.View(func(tx *bolt.Tx) error {
+		if !currentVectors(tx.Bucket(convBucketName("c")).Bucket(bucketVectors)) {
+			t.Errorf("vectors bucket not marked %q after the remake", vectorFormat)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
