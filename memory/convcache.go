@@ -36,6 +36,9 @@ type op struct {
 	// holds each conversation's lock in sessions (shared.go).
 	appends  bool
 	sessions map[string]SharedSession // guarded by Store.mu
+	// rewrites: conversations whose logs the operation rewrote (forget,
+	// redact): committed by replacing the shared logs. Guarded by Store.mu.
+	rewrites map[string]bool
 }
 
 type opKey struct{}
