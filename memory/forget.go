@@ -350,6 +350,7 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 		}
 	}
 	tomb := &forgetRec{Reason: reason, Dropped: out.dropped}
+	var oldTexts []string // what the turns' vectors were computed from
 	recs := make(map[int]logRecord, len(edits))
 	seqs := make([]int, 0, len(edits))
 	for seq := range edits {
@@ -365,6 +366,7 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 		if err != nil {
 			return out, err
 		}
+		oldTexts = append(oldTexts, clip(old.Content, embedMaxChars))
 		if edit := edits[seq]; edit != nil {
 			rec := *edit
 			rec.Seq, rec.At = seq, old.At
@@ -398,7 +400,19 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 	if err := s.afterRewrite(ctx, c, edits, seqs, affectedTags, gone); err != nil {
 		return out, err
 	}
+	if vf, ok := s.opts.Embedder.(VectorForgetter); ok {
+		if err := vf.ForgetVectors(ctx, oldTexts); err != nil {
+			s.log.Warn("dropping the vectors of rewritten turns from the embedder's cache failed", "conversation", c.id, "err", err)
+		}
+	}
 	return out, nil
+}
+
+// VectorForgetter is optionally implemented by an Embedder that keeps the
+// vectors it computes (pgstore's shared cache): forget and redaction drop
+// the vectors of the texts they remove.
+type VectorForgetter interface {
+	ForgetVectors(ctx context.Context, texts []string) error
 }
 
 // afterRewrite rebuilds c's derived state from its rewritten logs (edits:

@@ -9,6 +9,7 @@
 //	                 generation bigint)
 //	vc_master_log(conversation text, seq bigint, end_offset bigint, line bytea, at timestamptz)
 //	vc_decisions (conversation text, seq bigint, end_offset bigint, line bytea, at timestamptz)
+//	vc_vectors   (model text, text_hash bytea, vec bytea): embeddings (vectors.go)
 //
 // A log row is one line of the log file format described in package memory
 // (the master log's JSONL with its CRC, the decisions log's "<crc> <json>"),
@@ -162,6 +163,12 @@ CREATE TABLE IF NOT EXISTS vc_decisions (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS vc_decisions_end ON vc_decisions (conversation, end_offset);
 ALTER TABLE vc_conversations ADD COLUMN IF NOT EXISTS generation bigint NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS vc_vectors (
+	model     text  NOT NULL,
+	text_hash bytea NOT NULL,
+	vec       bytea NOT NULL,
+	PRIMARY KEY (model, text_hash)
+);
 `
 
 // migrate creates the schema, once per database (an advisory lock keeps
