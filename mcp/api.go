@@ -193,6 +193,8 @@ func decodeBody(w http.ResponseWriter, r *http.Request, dst any, want string) bo
 // with what to do.
 func writeMemoryError(w http.ResponseWriter, log *slog.Logger, what string, err error) {
 	switch {
+	case errors.Is(err, memory.ErrForbidden): // another owner's conversation
+		writeJSON(w, http.StatusForbidden, apiError{Error: err.Error()})
 	case errors.Is(err, memory.ErrInvalid), errors.Is(err, memory.ErrNotFound):
 		writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error()})
 	case errors.Is(err, memory.ErrTooLarge):

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/vc-mcp/vc-mcp/memory"
 )
 
 // Defaults of the HTTP and stdio limits (HTTPOptions, StdioOptions).
@@ -28,18 +30,41 @@ const (
 	DefaultMaxLineBytes   = 8 << 20
 )
 
-// bearerAuth refuses requests without "Authorization: Bearer <token>". The
-// comparison is constant-time over SHA-256 digests, so neither the token's
-// bytes nor its length leak through timing.
-func bearerAuth(next http.Handler, token string, log *slog.Logger) http.Handler {
-	want := sha256.Sum256([]byte(token))
+// AuthToken is a bearer token and the owner its requests act for ("" for
+// none: every conversation).
+type AuthToken struct {
+	Owner, Token string
+}
+
+// bearerAuth refuses requests without "Authorization: Bearer <token>" for
+// one of tokens, and passes the matching token's owner on in the request's
+// context (memory.WithOwner). The comparison is constant-time over SHA-256
+// digests, against every token, so neither a token's bytes nor its length
+// nor which one matched leak through timing.
+func bearerAuth(next http.Handler, tokens []AuthToken, log *slog.Logger) http.Handler {
+	want := make([][sha256.Size]byte, len(tokens))
+	for i, t := range tokens {
+		want[i] = sha256.Sum256([]byte(t.Token))
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := r.Header.Get("Authorization")
 		const prefix = "Bearer "
 		ok := len(got) > len(prefix) && equalFoldASCII(got[:len(prefix)], prefix)
+		owner := ""
 		if ok {
 			sum := sha256.Sum256([]byte(got[len(prefix):]))
-			ok = subtle.ConstantTimeCompare(sum[:], want[:]) == 1
+			match := 0
+			for i := range want {
+				eq := subtle.ConstantTimeCompare(sum[:], want[i][:])
+				if eq == 1 {
+					owner = tokens[i].Owner
+				}
+				match |= eq
+			}
+			ok = match == 1
+		}
+		if ok && owner != "" {
+			r = r.WithContext(memory.WithOwner(r.Context(), owner))
 		}
 		if !ok {
 			log.Warn("request refused: missing or wrong bearer token", "path", r.URL.Path, "remote", r.RemoteAddr)

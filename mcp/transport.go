@@ -63,6 +63,11 @@ type HTTPOptions struct {
 	// AuthToken, when set, is the bearer token every request must carry
 	// (401 otherwise).
 	AuthToken string
+	// AuthTokens are bearer tokens that each act for an owner: a request
+	// carrying one reaches memory as that owner (memory.WithOwner), which
+	// sees only its own conversations and unowned ones. With AuthToken
+	// too, either is accepted (AuthToken's requests have no owner).
+	AuthTokens []AuthToken
 	// MaxBodyBytes caps a request body (default DefaultMaxBodyBytes; 413).
 	MaxBodyBytes int64
 	// SessionIdleTTL expires Streamable HTTP sessions without requests for
@@ -125,8 +130,12 @@ func NewHTTPHandler(s *mcpserver.MCPServer, opts HTTPOptions) *HTTPHandler {
 	}
 	var h http.Handler = sessionCap(mux, st, opts.MaxSessions, log)
 	h = bodyLimit(originCheck(h, opts.AllowedOrigins, log), opts.MaxBodyBytes, log)
-	if opts.AuthToken != "" {
-		h = bearerAuth(h, opts.AuthToken, log)
+	if opts.AuthToken != "" || len(opts.AuthTokens) > 0 {
+		tokens := opts.AuthTokens
+		if opts.AuthToken != "" {
+			tokens = append([]AuthToken{{Token: opts.AuthToken}}, tokens...)
+		}
+		h = bearerAuth(h, tokens, log)
 	}
 	return &HTTPHandler{
 		Handler:    h,

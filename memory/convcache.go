@@ -36,6 +36,9 @@ type op struct {
 	// holds each conversation's lock in sessions (shared.go).
 	appends  bool
 	sessions map[string]SharedSession // guarded by Store.mu
+	// rewrites: conversations whose logs the operation rewrote (forget,
+	// redact): committed by replacing the shared logs. Guarded by Store.mu.
+	rewrites map[string]bool
 }
 
 type opKey struct{}
@@ -93,6 +96,17 @@ func (s *Store) begin(ctx context.Context, kind opKind) (context.Context, func()
 // loads (bbolt read, log verification, replay) without it, and callers
 // asking for one that is loading wait for that load alone.
 func (s *Store) conversation(ctx context.Context, id string, create bool) (*conv, error) {
+	c, err := s.conversationShared(ctx, id, create)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOwner(ctx, c); err != nil { // owner.go
+		return nil, err
+	}
+	return c, nil
+}
+
+func (s *Store) conversationShared(ctx context.Context, id string, create bool) (*conv, error) {
 	if s.shared == nil {
 		return s.conversationLocal(ctx, id, create)
 	}

@@ -90,6 +90,8 @@ type decision struct {
 	// decForget (with Segments and TagSums: the summaries remade without
 	// the forgotten text).
 	Forget *forgetRec `json:"forget,omitempty"`
+	// decOwner (owner.go)
+	Owner string `json:"owner,omitempty"`
 }
 
 // forgetRec is a tombstone: what Forget removed (or scan redacted) and
@@ -577,6 +579,10 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 			summariesChanged = true
 		case decAliases:
 			meta.Aliases = maps.Clone(d.Aliases)
+		case decOwner:
+			if meta.Owner == "" { // the first owner stays
+				meta.Owner = d.Owner
+			}
 		case decItems:
 			meta.Items = d.Items.clone()
 		case decTurnSums:

@@ -40,11 +40,6 @@ import (
 // logs in the background), so no byte of a forgotten message outlives the
 // process that forgot it. While that process runs, answers never show it.
 
-// errSharedRewrite refuses a log rewrite on a shared (PostgreSQL) store:
-// its logs are append-only rows other processes have already read.
-var errSharedRewrite = fmt.Errorf("%w: forgetting or redacting stored turns is not available on a shared PostgreSQL store yet; "+
-	"migrate the memory to a local data directory (vc-mcp export, then import), forget there, and migrate it back", ErrInvalid)
-
 // ForgetRequest selects turns to forget. At least one selector is needed;
 // when several are given a turn must match all of them.
 type ForgetRequest struct {
@@ -79,10 +74,9 @@ type ForgetResult struct {
 // Forget removes the selected turns from the conversation and everything
 // derived from them (see the comment at the top of forget.go).
 func (s *Store) Forget(ctx context.Context, req ForgetRequest) (ForgetResult, error) {
-	if s.shared != nil && !req.DryRun {
-		return ForgetResult{}, errSharedRewrite
-	}
-	ctx, end, err := s.begin(ctx, opWrite)
+	// opAppend: with shared logs, the conversation's lock is held from the
+	// selection to the commit of the rewrite.
+	ctx, end, err := s.begin(ctx, opAppend)
 	if err != nil {
 		return ForgetResult{}, err
 	}
@@ -137,6 +131,9 @@ func (s *Store) Forget(ctx context.Context, req ForgetRequest) (ForgetResult, er
 		return res, err
 	}
 	res.SummariesRemade, res.DroppedTags = out.remade, out.dropped
+	if err := s.commitShared(ctx); err != nil {
+		return res, err
+	}
 	s.log.Info("forgot turns", "conversation", id, "turns", len(seqs), "reason", reason, "summaries_remade", out.remade)
 	return res, nil
 }
@@ -353,6 +350,7 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 		}
 	}
 	tomb := &forgetRec{Reason: reason, Dropped: out.dropped}
+	var oldTexts []string // what the turns' vectors were computed from
 	recs := make(map[int]logRecord, len(edits))
 	seqs := make([]int, 0, len(edits))
 	for seq := range edits {
@@ -368,6 +366,7 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 		if err != nil {
 			return out, err
 		}
+		oldTexts = append(oldTexts, clip(old.Content, embedMaxChars))
 		if edit := edits[seq]; edit != nil {
 			rec := *edit
 			rec.Seq, rec.At = seq, old.At
@@ -386,6 +385,10 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 	for i, r := range rollups {
 		dec.TagSums[i] = *r
 	}
+	// With shared logs, the commit replaces them with the rewritten files.
+	if err := s.markRewrite(ctx, c.id); err != nil {
+		return out, err
+	}
 	// The tombstone goes first: should the process die between the two
 	// renames, the same forget run again finds the turns and finishes.
 	if err := s.rewriteDecisions(c, edits, scrubSet{segs: affectedSegs, tags: affectedTags, gone: gone}, dec); err != nil {
@@ -394,6 +397,29 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 	if err := s.rewriteMasterLog(c, recs); err != nil {
 		return out, s.storageError(err, "the summaries were rewritten but the turns were not; run the same forget again")
 	}
+	if err := s.afterRewrite(ctx, c, edits, seqs, affectedTags, gone); err != nil {
+		return out, err
+	}
+	if vf, ok := s.opts.Embedder.(VectorForgetter); ok {
+		if err := vf.ForgetVectors(ctx, oldTexts); err != nil {
+			s.log.Warn("dropping the vectors of rewritten turns from the embedder's cache failed", "conversation", c.id, "err", err)
+		}
+	}
+	return out, nil
+}
+
+// VectorForgetter is optionally implemented by an Embedder that keeps the
+// vectors it computes (pgstore's shared cache): forget and redaction drop
+// the vectors of the texts they remove.
+type VectorForgetter interface {
+	ForgetVectors(ctx context.Context, texts []string) error
+}
+
+// afterRewrite rebuilds c's derived state from its rewritten logs (edits:
+// the turns rewritten, seqs their numbers ascending; nil edits are
+// forgotten turns), removes from the index what nothing regenerates, and
+// tells subscribers. c.compactMu and c.mu are held for writing.
+func (s *Store) afterRewrite(ctx context.Context, c *conv, edits map[int]*logRecord, seqs []int, affectedTags, gone map[string]bool) error {
 	oldTags := make(map[string]bool, len(c.vocab))
 	for t := range c.vocab {
 		oldTags[t] = true
@@ -404,7 +430,7 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 	}
 	n, err := s.rebuildConv(ctx, c, edits)
 	if err != nil {
-		return out, err
+		return err
 	}
 	// Index documents nothing regenerates: forgotten turns, dropped topics,
 	// emptied segments.
@@ -466,7 +492,7 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 	sort.Strings(ch.GoneTags)
 	s.publish(ch)
 	s.kickEmbedder()
-	return out, nil
+	return nil
 }
 
 // rewriteMasterLog replaces the records of recs (by sequence number) in the

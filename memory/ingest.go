@@ -50,6 +50,9 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 	if err != nil {
 		return res, err
 	}
+	if err := s.claimOwner(ctx, c); err != nil {
+		return res, err
+	}
 
 	c.mu.RLock()
 	idx := c.newInputs(inputs)

@@ -313,13 +313,16 @@ func readRequests(path string, fixTail bool) ([]RequestRecord, error) {
 // Requests returns a conversation's recorded recalls, newest first (at
 // most RequestRetention).
 func (s *Store) Requests(ctx context.Context, conversationID string) ([]RequestRecord, error) {
-	_, end, err := s.begin(ctx, opRead)
+	ctx, end, err := s.begin(ctx, opRead)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
 	id, err := s.resolve(conversationID)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.ownerAllows(ctx, id); err != nil {
 		return nil, err
 	}
 	l := s.requestLog(id)

@@ -303,7 +303,7 @@ func (s *Store) scopeConvs(ctx context.Context, id string, scope Scope) ([]*conv
 		for _, cid := range ids {
 			c, err := s.conversation(ctx, cid, false)
 			if err != nil {
-				if isNotFound(err) {
+				if isNotFound(err) || errors.Is(err, ErrForbidden) {
 					continue
 				}
 				return nil, err

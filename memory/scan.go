@@ -76,10 +76,11 @@ func secretsFound(before, after string) map[string]int {
 // Redact, each turn holding a secret is rewritten with the placeholder in
 // place of the secret, and everything derived from it follows.
 func (s *Store) Scan(ctx context.Context, req ScanRequest) (ScanResult, error) {
-	if s.shared != nil && req.Redact {
-		return ScanResult{}, errSharedRewrite
+	kind := opWrite
+	if req.Redact {
+		kind = opAppend // with shared logs: each conversation's lock, to the commit
 	}
-	ctx, end, err := s.begin(ctx, opWrite)
+	ctx, end, err := s.begin(ctx, kind)
 	if err != nil {
 		return ScanResult{}, err
 	}
@@ -112,6 +113,9 @@ func (s *Store) Scan(ctx context.Context, req ScanRequest) (ScanResult, error) {
 	}
 	for _, f := range res.Findings {
 		res.ByRule[f.Rule] += f.Count
+	}
+	if err := s.commitShared(ctx); err != nil {
+		return res, err
 	}
 	return res, nil
 }

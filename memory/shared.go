@@ -39,14 +39,20 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
 
 // LogHeads is the committed size in bytes of a conversation's master log and
-// decisions log.
+// decisions log, and its generation: how many times its logs were rewritten
+// (forget, scan --redact), 0 until the first. A cache whose generation is
+// not the shared one is rebuilt from the shared logs.
 type LogHeads struct {
 	Master, Decisions int64
+	Gen               int64
 }
 
 // LogLines are lines of both logs, each with its newline, in log order.
@@ -55,6 +61,8 @@ type LogHeads struct {
 type LogLines struct {
 	Master, Decisions         [][]byte
 	PrevMaster, PrevDecisions []byte
+	// Gen is the generation of the logs the lines were read from.
+	Gen int64
 }
 
 func (l LogLines) empty() bool { return len(l.Master) == 0 && len(l.Decisions) == 0 }
@@ -62,6 +70,11 @@ func (l LogLines) empty() bool { return len(l.Master) == 0 && len(l.Decisions) =
 // ErrLogMismatch: a shared log has no line ending at the asked offset (the
 // local copy is not a prefix of it).
 var ErrLogMismatch = errors.New("shared log has no line boundary there")
+
+// ErrRewritten: the shared logs of a conversation were rewritten (a process
+// forgot or redacted turns) since the copy asking for lines was made: its
+// generation is not theirs.
+var ErrRewritten = errors.New("the shared logs were rewritten since this copy was made")
 
 // SharedLogs is where the logs live when several processes share one memory
 // (see the top of shared.go). Implementations: package pgstore.
@@ -71,7 +84,9 @@ type SharedLogs interface {
 	// List returns every conversation's heads.
 	List(ctx context.Context) (map[string]LogHeads, error)
 	// Read returns, from one snapshot, the lines after from (an error
-	// wrapping ErrLogMismatch when from is not a line boundary).
+	// wrapping ErrLogMismatch when from is not a line boundary, one
+	// wrapping ErrRewritten when from is not empty and the logs are of
+	// another generation than from.Gen).
 	Read(ctx context.Context, conv string, from LogHeads) (LogLines, error)
 	// Lock begins the conversation's exclusive append session, across
 	// processes; it waits for the holder.
@@ -89,10 +104,11 @@ type SharedSession interface {
 	Commit(ctx context.Context) error
 	// Rollback ends the session without its appends; a no-op after Commit.
 	Rollback(ctx context.Context) error
-	// Rewrite replaces every line of both logs with lines, in this
-	// transaction (forget's rewrite: others see the old logs or the new ones,
-	// never a mix; a cache holding the old ones no longer matches and is
-	// rebuilt). The store does not call it yet.
+	// Rewrite replaces every line of both logs with lines and increments
+	// the generation, in this transaction (forget's and scan --redact's
+	// rewrite: others see the old logs or the new ones, never a mix; a
+	// process whose cache has the old generation rebuilds that
+	// conversation from the shared logs before it next uses it).
 	Rewrite(ctx context.Context, lines LogLines) error
 }
 
@@ -104,6 +120,9 @@ type sharedState struct {
 	logs  SharedLogs
 	mu    sync.Mutex
 	files map[string]*sync.Mutex // per conversation: writes to the cache files
+	// rewriting: conversations whose cache files this process has rewritten
+	// (forget, redact) and not yet committed; pull leaves them alone.
+	rewriting map[string]bool
 }
 
 func (sh *sharedState) fileMu(id string) *sync.Mutex {
@@ -117,9 +136,36 @@ func (sh *sharedState) fileMu(id string) *sync.Mutex {
 	return m
 }
 
-// localHeads returns the sizes of a conversation's cache files.
+// genPath is where a cache records the generation of a conversation's logs
+// (absent: 0).
+func (s *Store) genPath(id string) string {
+	return filepath.Join(s.opts.Dir, logsDir, fileName(id)+".gen")
+}
+
+func (s *Store) writeGen(id string, gen int64) error {
+	if gen == 0 {
+		if err := os.Remove(s.genPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("cache generation of %s: %w", id, err)
+		}
+		return nil
+	}
+	if err := atomicWrite(s.genPath(id), []byte(strconv.FormatInt(gen, 10)+"\n")); err != nil {
+		return fmt.Errorf("cache generation of %s: %w", id, err)
+	}
+	return nil
+}
+
+// localHeads returns the sizes of a conversation's cache files and the
+// generation they are of.
 func (s *Store) localHeads(id string) (LogHeads, error) {
 	var h LogHeads
+	if b, err := os.ReadFile(s.genPath(id)); err == nil {
+		if h.Gen, err = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err != nil {
+			return h, fmt.Errorf("cache generation %s: %w", s.genPath(id), err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return h, fmt.Errorf("cache generation: %w", err)
+	}
 	for _, p := range []struct {
 		path string
 		n    *int64
@@ -149,14 +195,29 @@ func (s *Store) divergedError(id string, cause error) error {
 // pull appends the shared lines the cache lacks to its files. read reads
 // from the shared store (under the session, or a snapshot). It returns
 // whether anything was appended, and ahead when the cache holds more than
-// the shared heads.
+// the shared heads; ErrRewritten when the cache holds another generation.
 func (s *Store) pull(ctx context.Context, id string, heads LogHeads, read func(from LogHeads) (LogLines, error)) (pulled, ahead bool, err error) {
 	mu := s.shared.fileMu(id)
 	mu.Lock()
 	defer mu.Unlock()
+	s.shared.mu.Lock()
+	rewriting := s.shared.rewriting[id]
+	s.shared.mu.Unlock()
+	if rewriting { // this process is committing its own rewrite
+		return false, false, nil
+	}
 	local, err := s.localHeads(id)
 	if err != nil {
 		return false, false, err
+	}
+	if local.Gen != heads.Gen {
+		if local.Master != 0 || local.Decisions != 0 {
+			return false, false, ErrRewritten
+		}
+		if err := s.writeGen(id, heads.Gen); err != nil { // an empty cache takes any generation
+			return false, false, err
+		}
+		local.Gen = heads.Gen
 	}
 	if local.Master > heads.Master || local.Decisions > heads.Decisions {
 		return false, true, nil
@@ -166,6 +227,9 @@ func (s *Store) pull(ctx context.Context, id string, heads LogHeads, read func(f
 	}
 	lines, err := read(local)
 	if err != nil {
+		if errors.Is(err, ErrRewritten) { // since heads were read
+			return false, false, ErrRewritten
+		}
 		if errors.Is(err, ErrLogMismatch) {
 			return false, false, s.divergedError(id, err)
 		}
@@ -273,6 +337,13 @@ func (s *Store) sharedBefore(ctx context.Context, o *op, id string) (bool, error
 			return false, sharedError(fmt.Errorf("lock conversation %q: %w", id, err), "nothing was stored")
 		}
 		pulled, ahead, err := s.pull(ctx, id, sess.Heads(), func(from LogHeads) (LogLines, error) { return sess.Read(ctx, from) })
+		if errors.Is(err, ErrRewritten) {
+			// Another process forgot or redacted: start again from its logs.
+			if err = s.adoptRewrite(ctx, id, func() (LogLines, error) { return sess.Read(ctx, LogHeads{}) }); err == nil {
+				_, ahead, err = s.pull(ctx, id, sess.Heads(), func(from LogHeads) (LogLines, error) { return sess.Read(ctx, from) })
+				pulled = true
+			}
+		}
 		if err == nil && ahead {
 			// Lines this process wrote that never reached the shared logs:
 			// they go with this operation's, if the shared logs still end
@@ -298,6 +369,20 @@ func (s *Store) sharedBefore(ctx context.Context, o *op, id string) (bool, error
 		return false, sharedError(fmt.Errorf("read heads of %q: %w", id, err), "")
 	}
 	pulled, _, err := s.pull(ctx, id, heads, func(from LogHeads) (LogLines, error) { return s.shared.logs.Read(ctx, id, from) })
+	if errors.Is(err, ErrRewritten) {
+		read := func(from LogHeads) (LogLines, error) { return s.shared.logs.Read(ctx, id, from) }
+		if err := s.adoptRewrite(ctx, id, func() (LogLines, error) { return read(LogHeads{}) }); err != nil {
+			return true, err
+		}
+		// What was appended since (a newer rewrite waits for the next call).
+		if heads, err = s.shared.logs.Heads(ctx, id); err != nil {
+			return true, sharedError(fmt.Errorf("read heads of %q: %w", id, err), "")
+		}
+		if _, _, err = s.pull(ctx, id, heads, read); errors.Is(err, ErrRewritten) {
+			err = nil
+		}
+		return true, err
+	}
 	return pulled, err
 }
 
@@ -366,17 +451,96 @@ func (s *Store) commitShared(ctx context.Context) error {
 		return nil
 	}
 	s.mu.Lock()
-	sessions := o.sessions
-	o.sessions = nil
+	sessions, rewrites := o.sessions, o.rewrites
+	o.sessions, o.rewrites = nil, nil
 	s.mu.Unlock()
 	var errs []error
 	for id, sess := range sessions {
+		if rewrites[id] {
+			err := s.pushRewrite(ctx, id, sess)
+			s.shared.mu.Lock()
+			delete(s.shared.rewriting, id)
+			s.shared.mu.Unlock()
+			if err != nil {
+				_ = sess.Rollback(context.WithoutCancel(ctx))
+				// The cache holds the rewrite, the shared logs do not.
+				errs = append(errs, s.divergedError(id, fmt.Errorf("commit the rewrite of conversation %q: %w", id, err)))
+			}
+			continue
+		}
 		if err := s.push(ctx, id, sess); err != nil {
 			_ = sess.Rollback(context.WithoutCancel(ctx))
 			errs = append(errs, sharedError(fmt.Errorf("commit conversation %q: %w", id, err), "this call was not shared: its changes go with this process's next write to the conversation if no other process writes it first, else they are dropped"))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// markRewrite records that the operation of ctx is rewriting conversation
+// id's cache files (forget, redact): its commit replaces the shared logs
+// with them instead of appending. It needs the conversation's session.
+func (s *Store) markRewrite(ctx context.Context, id string) error {
+	if s.shared == nil {
+		return nil
+	}
+	o, _ := ctx.Value(opKey{}).(*op)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o == nil || o.sessions[id] == nil {
+		return fmt.Errorf("rewriting %q on a shared store outside its lock (a bug)", id)
+	}
+	if o.rewrites == nil {
+		o.rewrites = map[string]bool{}
+	}
+	o.rewrites[id] = true
+	s.shared.mu.Lock()
+	if s.shared.rewriting == nil {
+		s.shared.rewriting = map[string]bool{}
+	}
+	s.shared.rewriting[id] = true
+	s.shared.mu.Unlock()
+	return nil
+}
+
+// pushRewrite replaces the shared logs of id with the cache files (which
+// the operation rewrote under the session's lock), commits, and records the
+// new generation in the cache.
+func (s *Store) pushRewrite(ctx context.Context, id string, sess SharedSession) error {
+	local, err := s.localHeads(id)
+	if err != nil {
+		return err
+	}
+	var lines LogLines
+	if lines.Master, err = linesOf(s.logPath(id), 0, local.Master); err != nil {
+		return err
+	}
+	if lines.Decisions, err = linesOf(s.decisionsPath(id), 0, local.Decisions); err != nil {
+		return err
+	}
+	if size(lines.Master) != local.Master || size(lines.Decisions) != local.Decisions {
+		return fmt.Errorf("refusing to share a rewritten log that ends mid-line")
+	}
+	for _, l := range lines.Master {
+		if _, err := verifyLine(l[:len(l)-1]); err != nil {
+			return fmt.Errorf("refusing to share a master log line that does not verify: %w", err)
+		}
+	}
+	for _, l := range lines.Decisions {
+		if _, ok := decodeDecision(l[:len(l)-1]); !ok {
+			return fmt.Errorf("refusing to share a decisions log line that does not verify: %q", clip(string(l), 80))
+		}
+	}
+	ctx = context.WithoutCancel(ctx)
+	if err := sess.Rewrite(ctx, lines); err != nil {
+		return err
+	}
+	if err := sess.Commit(ctx); err != nil {
+		return err
+	}
+	// Should this fail (or the process die first), the cache is of an older
+	// generation with the new content: it is rebuilt from the shared logs,
+	// which hold the same.
+	return s.writeGen(id, sess.Heads().Gen)
 }
 
 func (s *Store) push(ctx context.Context, id string, sess SharedSession) error {
@@ -448,11 +612,12 @@ func (s *Store) prepareShared(ctx context.Context, reset func() error) error {
 			if err != nil {
 				return err
 			}
-			if local.Master > heads.Master || local.Decisions > heads.Decisions {
+			if local.Master > heads.Master || local.Decisions > heads.Decisions ||
+				local.Gen != heads.Gen && (local.Master != 0 || local.Decisions != 0) {
 				stale = true
 				break
 			}
-			if local == (LogHeads{}) {
+			if local.Master == 0 && local.Decisions == 0 {
 				continue
 			}
 			lines, err := s.shared.logs.Read(ctx, id, local)
@@ -601,7 +766,8 @@ func (s *Store) pullAll() {
 		if ValidateConversationID(id) != nil {
 			continue
 		}
-		if _, _, err := s.pull(ctx, id, heads, func(from LogHeads) (LogLines, error) { return s.shared.logs.Read(ctx, id, from) }); err != nil {
+		if _, _, err := s.pull(ctx, id, heads, func(from LogHeads) (LogLines, error) { return s.shared.logs.Read(ctx, id, from) }); err != nil && !errors.Is(err, ErrRewritten) {
+			// (a rewritten conversation is rebuilt when an operation uses it)
 			s.log.Warn("catching up a shared conversation failed", "conversation", id, "err", err)
 		}
 	}
@@ -625,4 +791,106 @@ func (s *Store) indexNow(ctx context.Context, c *conv) {
 		s.log.Warn("indexing shared summaries failed; the reconciler retries", "conversation", c.id, "err", err)
 		s.kickReconciler()
 	}
+}
+
+// adoptRewrite replaces this cache's copy of conversation id with the
+// shared logs, which another process rewrote (forget, scan --redact), and
+// rebuilds the conversation's derived state from them as the rewriting
+// process did after its own rewrite: the turns whose records changed are
+// dropped from the vectors and the index (forgotten) or indexed again
+// (redacted). read returns every shared line, from one snapshot.
+func (s *Store) adoptRewrite(ctx context.Context, id string, read func() (LogLines, error)) error {
+	lines, err := read()
+	if err != nil {
+		return sharedError(fmt.Errorf("read the rewritten logs of %q: %w", id, err), "")
+	}
+	gen := lines.Gen
+	c, err := s.conversationLocal(ctx, id, false)
+	if err != nil {
+		return err
+	}
+	c.compactMu.Lock()
+	defer c.compactMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	mu := s.shared.fileMu(id)
+	mu.Lock()
+	defer mu.Unlock()
+	local, err := s.localHeads(id)
+	if err != nil {
+		return err
+	}
+	if local.Gen == gen {
+		return nil // another caller of this process adopted it
+	}
+	old, err := os.ReadFile(s.logPath(id))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read cached log: %w", err)
+	}
+	oldRecs := map[int][]byte{}
+	if _, err := scanLog(bytes.NewReader(old), 0, func(fr frame) error { oldRecs[fr.Seq] = fr.line; return nil }, nil); err != nil {
+		return err
+	}
+	master, decisions := bytes.Join(lines.Master, nil), bytes.Join(lines.Decisions, nil)
+	edits := map[int]*logRecord{}
+	var seqs []int
+	affected := map[string]bool{}
+	if _, err := scanLog(bytes.NewReader(master), 0, func(fr frame) error {
+		o, ok := oldRecs[fr.Seq]
+		if !ok || bytes.Equal(o, fr.line) {
+			return nil
+		}
+		rec, err := fr.record()
+		if err != nil {
+			return err
+		}
+		if rec.Forgotten {
+			edits[fr.Seq] = nil
+		} else {
+			edits[fr.Seq] = &rec
+		}
+		seqs = append(seqs, fr.Seq)
+		if t := c.turn(fr.Seq); t != nil {
+			for _, tag := range t.Tags {
+				affected[tag] = true
+			}
+		}
+		return nil
+	}, nil); err != nil {
+		return fmt.Errorf("read the rewritten log of %q: %w", id, err)
+	}
+	sort.Ints(seqs)
+	gone := map[string]bool{} // topics carried only by forgotten turns
+	for tag, list := range c.tagSeqs {
+		all := len(list) > 0
+		for _, seq := range list {
+			if edit, ok := edits[seq]; !ok || edit != nil {
+				all = false
+				break
+			}
+		}
+		if all {
+			gone[tag] = true
+		}
+	}
+	if c.dlog != nil {
+		if err := c.dlog.close(); err != nil {
+			return err
+		}
+		c.dlog = nil
+	}
+	if err := c.log.replace(master); err != nil {
+		return s.divergedError(id, fmt.Errorf("replace the cached master log: %w", err))
+	}
+	if err := os.MkdirAll(filepath.Dir(s.decisionsPath(id)), 0o700); err != nil {
+		return err
+	}
+	if err := atomicWrite(s.decisionsPath(id), decisions); err != nil {
+		return s.divergedError(id, fmt.Errorf("replace the cached decisions log: %w", err))
+	}
+	if err := s.writeGen(id, gen); err != nil {
+		return s.divergedError(id, err)
+	}
+	s.log.Info("another process rewrote a shared conversation; rebuilt it from the shared store", "conversation", id, "turns_rewritten", len(seqs), "generation", gen)
+	return s.afterRewrite(ctx, c, edits, seqs, affected, gone)
 }

@@ -72,6 +72,9 @@ type convMeta struct {
 	SummariesIndexed int `json:"summaries_indexed,omitempty"`
 	// Items is the conversation's context-item selection (itemselect.go).
 	Items *itemSelection `json:"items,omitempty"`
+	// Owner is who first wrote the conversation, when a caller had one
+	// (owner.go); empty: open to every caller.
+	Owner string `json:"owner,omitempty"`
 }
 
 // turnMeta is the index entry for one turn of a master log.

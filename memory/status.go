@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"sort"
 )
 
@@ -160,7 +161,7 @@ func (s *Store) eachConversation(ctx context.Context, fn func(id string, c *conv
 	for _, id := range ids {
 		c, err := s.conversation(ctx, id, false)
 		if err != nil {
-			if isNotFound(err) {
+			if isNotFound(err) || errors.Is(err, ErrForbidden) {
 				continue
 			}
 			return err

@@ -43,7 +43,11 @@ func (s *Store) ExpireTTL(ctx context.Context) (int, error) {
 	if s.opts.TagTTL == nil {
 		return 0, nil
 	}
-	ctx, end, err := s.begin(ctx, opWrite)
+	kind := opWrite
+	if s.shared != nil {
+		kind = opAppend // a forget holds the conversation's shared lock
+	}
+	ctx, end, err := s.begin(ctx, kind)
 	if err != nil {
 		return 0, err
 	}
@@ -63,6 +67,9 @@ func (s *Store) ExpireTTL(ctx context.Context) (int, error) {
 		}
 		n, err := s.expireConv(ctx, c)
 		total += n
+		if cerr := s.commitShared(ctx); err == nil && cerr != nil { // one lock at a time
+			err = cerr
+		}
 		if err != nil {
 			return total, fmt.Errorf("expire turns of %s: %w", id, err)
 		}

@@ -5,16 +5,22 @@
 // Schema (created on first use, in the connection's search_path):
 //
 //	vc_conversations(id text primary key, owner text, created timestamptz,
-//	                 master_bytes, master_lines, decisions_bytes, decisions_lines bigint)
+//	                 master_bytes, master_lines, decisions_bytes, decisions_lines bigint,
+//	                 generation bigint)
 //	vc_master_log(conversation text, seq bigint, end_offset bigint, line bytea, at timestamptz)
 //	vc_decisions (conversation text, seq bigint, end_offset bigint, line bytea, at timestamptz)
+//	vc_vectors   (model text, text_hash bytea, vec bytea): embeddings (vectors.go)
 //
 // A log row is one line of the log file format described in package memory
 // (the master log's JSONL with its CRC, the decisions log's "<crc> <json>"),
 // newline included, byte for byte; seq numbers a conversation's lines from 1
 // and end_offset is the byte offset after the line, so a process's file
-// cache maps onto rows exactly. Rows are only ever inserted. To read them as
-// JSON: convert_from(line, 'UTF8')::jsonb (master log rows).
+// cache maps onto rows exactly. Rows are only ever inserted, with one
+// exception: forget and scan --redact (the explicit privacy operations)
+// replace a conversation's rows in one transaction (Rewrite) and bump its
+// generation, which tells every other process to rebuild its cache of that
+// conversation. To read rows as JSON: convert_from(line, 'UTF8')::jsonb
+// (master log rows).
 //
 // Appends run in a transaction that first takes the conversation's advisory
 // lock, pg_advisory_xact_lock(hashtextextended('vc-mcp:' || id, 0)): one
@@ -156,6 +162,13 @@ CREATE TABLE IF NOT EXISTS vc_decisions (
 	PRIMARY KEY (conversation, seq)
 );
 CREATE UNIQUE INDEX IF NOT EXISTS vc_decisions_end ON vc_decisions (conversation, end_offset);
+ALTER TABLE vc_conversations ADD COLUMN IF NOT EXISTS generation bigint NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS vc_vectors (
+	model     text  NOT NULL,
+	text_hash bytea NOT NULL,
+	vec       bytea NOT NULL,
+	PRIMARY KEY (model, text_hash)
+);
 `
 
 // migrate creates the schema, once per database (an advisory lock keeps
@@ -196,7 +209,7 @@ func (s *Store) Heads(ctx context.Context, conv string) (memory.LogHeads, error)
 		return memory.LogHeads{}, err
 	}
 	var h memory.LogHeads
-	err := s.pool.QueryRow(ctx, `SELECT master_bytes, decisions_bytes FROM vc_conversations WHERE id = $1`, conv).Scan(&h.Master, &h.Decisions)
+	err := s.pool.QueryRow(ctx, `SELECT master_bytes, decisions_bytes, generation FROM vc_conversations WHERE id = $1`, conv).Scan(&h.Master, &h.Decisions, &h.Gen)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.LogHeads{}, nil
 	}
@@ -211,7 +224,7 @@ func (s *Store) List(ctx context.Context) (map[string]memory.LogHeads, error) {
 	if err := s.ensure(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, master_bytes, decisions_bytes FROM vc_conversations`)
+	rows, err := s.pool.Query(ctx, `SELECT id, master_bytes, decisions_bytes, generation FROM vc_conversations`)
 	if err != nil {
 		return nil, s.connErr(err)
 	}
@@ -220,10 +233,10 @@ func (s *Store) List(ctx context.Context) (map[string]memory.LogHeads, error) {
 	for rows.Next() {
 		var id string
 		var h memory.LogHeads
-		if err := rows.Scan(&id, &h.Master, &h.Decisions); err != nil {
+		if err := rows.Scan(&id, &h.Master, &h.Decisions, &h.Gen); err != nil {
 			return nil, s.connErr(err)
 		}
-		if h != (memory.LogHeads{}) {
+		if h.Master != 0 || h.Decisions != 0 {
 			out[id] = h
 		}
 	}
@@ -267,7 +280,13 @@ func (s *Store) Read(ctx context.Context, conv string, from memory.LogHeads) (me
 
 func (s *Store) read(ctx context.Context, q querier, conv string, from memory.LogHeads) (memory.LogLines, error) {
 	var out memory.LogLines
-	var err error
+	err := q.QueryRow(ctx, `SELECT generation FROM vc_conversations WHERE id = $1`, conv).Scan(&out.Gen)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return out, s.connErr(err)
+	}
+	if (from.Master != 0 || from.Decisions != 0) && out.Gen != from.Gen {
+		return out, fmt.Errorf("%w: conversation %q is at generation %d, the copy at %d", memory.ErrRewritten, conv, out.Gen, from.Gen)
+	}
 	if out.Master, out.PrevMaster, err = s.readLog(ctx, q, "vc_master_log", conv, from.Master); err != nil {
 		return out, err
 	}
@@ -348,8 +367,8 @@ func (s *Store) Lock(ctx context.Context, conv string) (memory.SharedSession, er
 		return fail(err)
 	}
 	ss := &session{s: s, tx: tx, conv: conv}
-	if err := tx.QueryRow(ctx, `SELECT master_bytes, master_lines, decisions_bytes, decisions_lines FROM vc_conversations WHERE id = $1`, conv).
-		Scan(&ss.heads.Master, &ss.lines[0], &ss.heads.Decisions, &ss.lines[1]); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT master_bytes, master_lines, decisions_bytes, decisions_lines, generation FROM vc_conversations WHERE id = $1`, conv).
+		Scan(&ss.heads.Master, &ss.lines[0], &ss.heads.Decisions, &ss.lines[1], &ss.heads.Gen); err != nil {
 		return fail(err)
 	}
 	return ss, nil
@@ -394,8 +413,9 @@ func (ss *session) Append(ctx context.Context, l memory.LogLines) error {
 }
 
 // Rewrite implements memory.SharedSession: the conversation's rows are
-// deleted and lines inserted in their place, in the session's transaction.
-// This is the only statement that removes log rows.
+// deleted and lines inserted in their place, and its generation goes up by
+// one, in the session's transaction. This is the only statement that
+// removes log rows (forget and scan --redact).
 func (ss *session) Rewrite(ctx context.Context, l memory.LogLines) error {
 	if ss.closed {
 		return errors.New("rewrite after the session ended")
@@ -405,7 +425,10 @@ func (ss *session) Rewrite(ctx context.Context, l memory.LogLines) error {
 			return ss.s.connErr(err)
 		}
 	}
-	ss.heads, ss.lines = memory.LogHeads{}, [2]int64{}
+	if err := ss.tx.QueryRow(ctx, `UPDATE vc_conversations SET generation = generation + 1, master_bytes = 0, master_lines = 0, decisions_bytes = 0, decisions_lines = 0 WHERE id = $1 RETURNING generation`, ss.conv).Scan(&ss.heads.Gen); err != nil {
+		return ss.s.connErr(err)
+	}
+	ss.heads.Master, ss.heads.Decisions, ss.lines = 0, 0, [2]int64{}
 	return ss.Append(ctx, l)
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/vc-mcp/vc-mcp/embed"
 	"github.com/vc-mcp/vc-mcp/memory"
 	"github.com/vc-mcp/vc-mcp/memory/bench"
+	"github.com/vc-mcp/vc-mcp/pgstore"
 )
 
 const benchUsage = `usage:
@@ -201,7 +203,7 @@ func benchScale(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	seed := fs.Uint64("seed", 1, "generator seed")
 	jsonOut := fs.String("json", "", "also write the report as JSON to FILE")
 	svgDir := fs.String("svg", "", "write latency-vs-turns.svg into DIR")
-	store := fs.String("store", "", "run on this PostgreSQL URL (a new schema per size) instead of the data directory alone")
+	store := fs.String("store", "", "also run on this PostgreSQL URL (a new schema per size), after the same sizes on the data directory alone")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -215,15 +217,40 @@ func benchScale(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return fmt.Errorf("bench scale: find own executable: %w", err)
 		}
 	}
-	if *store != "" {
-		bin = "" // initialize is timed on a data directory alone
-	}
 	rep, err := bench.RunScale(ctx, bench.ScaleConfig{
 		Sizes: ns, Queries: *queries, Seed: *seed, Binary: bin,
-		Open: benchOpener(memory.Options{}, *store), Progress: stderr,
+		Open: benchOpener(memory.Options{}, ""), Progress: stderr,
 	})
 	if err != nil {
 		return fmt.Errorf("bench scale: %w", err)
+	}
+	if *store != "" {
+		// The same sizes and queries on PostgreSQL, beside (initialize is
+		// timed on the data directory alone).
+		pg, err := bench.RunScale(ctx, bench.ScaleConfig{
+			Sizes: ns, Queries: *queries, Seed: *seed,
+			Open: benchOpener(memory.Options{}, *store), Progress: stderr,
+		})
+		if err != nil {
+			return fmt.Errorf("bench scale --store: %w", err)
+		}
+		fmt.Fprintln(stdout, "## Data directory alone (bbolt)")
+		fmt.Fprintln(stdout)
+		if err := rep.WriteMarkdown(stdout); err != nil {
+			return fmt.Errorf("bench scale: %w", err)
+		}
+		fmt.Fprintln(stdout)
+		fmt.Fprintf(stdout, "## PostgreSQL (%s)\n\n", pgstore.Redact(*store))
+		if err := pg.WriteMarkdown(stdout); err != nil {
+			return fmt.Errorf("bench scale: %w", err)
+		}
+		if *jsonOut != "" {
+			both := map[string]any{"bbolt": rep, "postgres": pg}
+			if err := writeFileWith(*jsonOut, func(w io.Writer) error { return json.NewEncoder(w).Encode(both) }); err != nil {
+				return fmt.Errorf("bench scale: %w", err)
+			}
+		}
+		return nil
 	}
 	if err := rep.WriteMarkdown(stdout); err != nil {
 		return fmt.Errorf("bench scale: %w", err)

@@ -175,7 +175,7 @@ var settingKeys = []settingKey{
 		help: "YAML file of extra rules (`extra: [{name, pattern}]`, Go regexps) and allow patterns (`allow: [regexp]`). See Privacy.",
 		set:  func(c *settings, v string) error { c.ScrubRules = v; return nil }},
 	{name: "auth_token_file", env: "VC_AUTH_TOKEN_FILE", flag: "auth-token-file", def: constant(""),
-		help: "File holding the bearer token HTTP clients must send (`Authorization: Bearer <token>`). Required with `allow_remote`. See Remote access and auth.",
+		help: "File holding the bearer token HTTP clients must send (`Authorization: Bearer <token>`), or one `OWNER TOKEN` per line to give each person a token and an owner (see Owners). Required with `allow_remote`. See Remote access and auth.",
 		set:  func(c *settings, v string) error { c.AuthTokenFile = v; return nil }},
 	{name: "max_body_bytes", env: "VC_MAX_BODY_BYTES", flag: "max-body-bytes", def: constant("4194304"),
 		help: "Largest HTTP request body, in bytes (4 MiB); larger ones get 413.",

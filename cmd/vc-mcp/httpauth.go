@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/vc-mcp/vc-mcp/mcp"
@@ -30,17 +31,59 @@ func httpOptions(cfg settings, log *slog.Logger, stderr io.Writer) (mcp.HTTPOpti
 		if err != nil {
 			return opts, fmt.Errorf("auth_token_file: %w", err)
 		}
-		tok := strings.TrimSpace(string(b))
-		if len(tok) < minTokenLen || strings.ContainsAny(tok, " \t\r\n") {
-			return opts, fmt.Errorf("auth_token_file %s: the token must be one line of at least %d characters without spaces (e.g. openssl rand -hex 32)", cfg.AuthTokenFile, minTokenLen)
+		if opts.AuthToken, opts.AuthTokens, err = parseTokenFile(string(b)); err != nil {
+			return opts, fmt.Errorf("auth_token_file %s: %w", cfg.AuthTokenFile, err)
 		}
-		opts.AuthToken = tok
 	}
+	authed := opts.AuthToken != "" || len(opts.AuthTokens) > 0
 	switch {
-	case cfg.AllowRemote && opts.AuthToken == "":
+	case cfg.AllowRemote && !authed:
 		return opts, fmt.Errorf("allow_remote needs auth_token_file: a memory reachable from other hosts must require a token (see \"Remote access and auth\" in the README)")
-	case opts.AuthToken == "":
+	case !authed:
 		fmt.Fprintln(stderr, "vc-mcp: warning: HTTP without auth_token_file: any process on this machine can read and write this memory")
 	}
 	return opts, nil
+}
+
+// validOwner is an owner's name in a token file.
+var validOwner = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+
+// parseTokenFile reads auth_token_file: either one token (the whole file,
+// one word: every request may use every conversation, as before owners
+// existed), or one "OWNER TOKEN" per line (blank lines and lines starting
+// with # are skipped): a request carrying a token acts for its owner.
+func parseTokenFile(text string) (single string, owned []mcp.AuthToken, err error) {
+	if f := strings.Fields(text); len(f) == 1 {
+		if len(f[0]) < minTokenLen {
+			return "", nil, fmt.Errorf("the token must be at least %d characters (e.g. openssl rand -hex 32)", minTokenLen)
+		}
+		return f[0], nil, nil
+	}
+	seenTok, seenOwner := map[string]int{}, map[string]int{}
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		n := i + 1
+		switch {
+		case len(f) != 2:
+			return "", nil, fmt.Errorf("line %d: want \"OWNER TOKEN\" (two words), or a file holding a single token", n)
+		case !validOwner.MatchString(f[0]):
+			return "", nil, fmt.Errorf("line %d: owner %q: use letters, digits and . _ @ - (at most 64)", n, f[0])
+		case len(f[1]) < minTokenLen:
+			return "", nil, fmt.Errorf("line %d: the token of %s must be at least %d characters (e.g. openssl rand -hex 32)", n, f[0], minTokenLen)
+		case seenTok[f[1]] != 0:
+			return "", nil, fmt.Errorf("line %d: the same token as line %d: each owner needs its own", n, seenTok[f[1]])
+		case seenOwner[f[0]] != 0:
+			return "", nil, fmt.Errorf("line %d: owner %s already has a token on line %d", n, f[0], seenOwner[f[0]])
+		}
+		seenTok[f[1]], seenOwner[f[0]] = n, n
+		owned = append(owned, mcp.AuthToken{Owner: f[0], Token: f[1]})
+	}
+	if len(owned) == 0 {
+		return "", nil, fmt.Errorf("no token in the file")
+	}
+	return "", owned, nil
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+
 	"github.com/vc-mcp/vc-mcp/internal/pgtest"
 	"github.com/vc-mcp/vc-mcp/share"
 )
@@ -18,6 +20,22 @@ func TestPostgresEveryTool(t *testing.T) {
 	url := pgtest.URL(t)
 	s := startStdio(t, t.TempDir(), "--store", url)
 	exerciseAll(t, s.c)
+}
+
+// TestPostgresHTTPEveryTool: the same over Streamable HTTP (`serve --http
+// --store`), the main end-to-end test's PostgreSQL variant.
+func TestPostgresHTTPEveryTool(t *testing.T) {
+	base, _ := startHTTP(t, t.TempDir(), "--store", pgtest.URL(t))
+	c, err := client.NewStreamableHttpClient(base + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	initialize(t, c)
+	exerciseAll(t, c)
 }
 
 // TestPostgresTwoMachines: two vc-mcp servers with their own data

@@ -251,7 +251,11 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	// Load the embedding model (or fail to) before the first turn, so that
 	// every turn sees the same signals whatever the machine's speed.
 	embeddings := false
-	if lazy, ok := opts.Embedder.(*embed.Lazy); ok {
+	emb := opts.Embedder
+	if u, ok := emb.(interface{ Unwrap() memory.Embedder }); ok { // PostgreSQL's vector cache
+		emb = u.Unwrap()
+	}
+	if lazy, ok := emb.(*embed.Lazy); ok {
 		if _, err := lazy.Wait(ctx); err == nil {
 			embeddings = true
 		} else if ctx.Err() != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/vc-mcp/vc-mcp/memory/llm"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
+	"github.com/vc-mcp/vc-mcp/pgstore"
 )
 
 // seams is what wireSeams set up beyond memory.Options.
@@ -34,6 +35,11 @@ func wireSeams(ctx context.Context, cfg settings, opts *memory.Options, log *slo
 	lazy := embed.NewLazy(dir, nil)
 	lazy.Start(ctx)
 	opts.Embedder = lazy
+	if pg, ok := opts.Shared.(*pgstore.Store); ok {
+		// On PostgreSQL, vectors another process computed are read, not
+		// computed again (vc_vectors).
+		opts.Embedder = pg.CacheVectors(lazy, log)
+	}
 
 	lc := llmConfig(cfg, os.Getenv)
 	tagger, summarizer, closeLLM, err := newLLM(lc, cfg.DataDir, os.Getenv,
