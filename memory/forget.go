@@ -366,7 +366,12 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 		if err != nil {
 			return out, err
 		}
-		oldTexts = append(oldTexts, clip(old.Content, embedMaxChars))
+		// What the vector was computed from: the text after the speaker's
+		// name (embedText), or the text alone (vector format 1).
+		oldTexts = append(oldTexts, clip(embedText(old.Name, old.Content), embedMaxChars))
+		if old.Name != "" {
+			oldTexts = append(oldTexts, clip(old.Content, embedMaxChars))
+		}
 		if edit := edits[seq]; edit != nil {
 			rec := *edit
 			rec.Seq, rec.At = seq, old.At

@@ -9,7 +9,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -361,5 +363,45 @@ func TestForgetUnderLoad(t *testing.T) {
 	}
 	if len(fq.Quotes) < 30 && !fq.CatchingUp {
 		t.Fatalf("find_quote finds %d of the 30 notes", len(fq.Quotes))
+	}
+}
+
+// forgettingEmbedder is conceptEmbedder plus VectorForgetter: it records
+// the texts whose vectors a forget asks it to drop.
+type forgettingEmbedder struct {
+	conceptEmbedder
+	mu     sync.Mutex
+	forgot []string
+}
+
+func (e *forgettingEmbedder) ForgetVectors(_ context.Context, texts []string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.forgot = append(e.forgot, texts...)
+	return nil
+}
+
+// TestForgetDropsNamedTurnVectors: a named turn's vector was computed from
+// "Name: text"; forget asks a vector-keeping embedder to drop that text
+// (and the text alone, as older vectors were made).
+func TestForgetDropsNamedTurnVectors(t *testing.T) {
+	emb := &forgettingEmbedder{}
+	s := openTest(t, Options{Embedder: emb})
+	ingest(t, s, "c", semanticChat())
+	waitVectors(t, s, "c")
+	if _, err := s.Forget(context.Background(), ForgetRequest{ConversationID: "c", TurnIDs: []string{"t8"}}); err != nil {
+		t.Fatal(err)
+	}
+	line := semanticChat()[7]
+	content := "My sister adopted a grey cat called Pixel."
+	if line.Name != "Ana" {
+		t.Fatalf("setup: turn 8 is by %q", line.Name)
+	}
+	emb.mu.Lock()
+	defer emb.mu.Unlock()
+	for _, want := range []string{embedText("Ana", content), content} {
+		if !slices.Contains(emb.forgot, want) {
+			t.Errorf("forget did not ask to drop the vector of %q (asked: %q)", want, emb.forgot)
+		}
 	}
 }
