@@ -11,7 +11,10 @@
 // segmentation, possessive 's stripped, lowercase, stop words removed,
 // Porter stemming); Analyze exposes the same pipeline. Conversation, Kind,
 // Speaker, Role and Tags are keywords matched exactly (Speaker and Role are
-// lowercased on both sides). Time is a datetime; Seq is stored only.
+// lowercased on both sides). Time is a datetime; Seq is stored only. The
+// text itself is not stored (the caller holds it, a turn's in its master
+// log): a highlighted search returns the matches' byte spans, and
+// Fragments cuts excerpts from the caller's copy of the text.
 //
 // # Queries
 //

@@ -38,7 +38,7 @@ var (
 
 // schemaVersion changes whenever the mapping below changes; an index with
 // another version is reported as ErrCorrupt so that callers rebuild it.
-const schemaVersion = "vc-mcp-index-1"
+const schemaVersion = "vc-mcp-index-2"
 
 // Internal (non-document) keys. stateKey is "open" while an Index is in
 // use and "closed" after a clean Close: an index found "open" was not
@@ -275,7 +275,9 @@ func checkAndMarkOpen(bi bleve.Index) error {
 func newMapping() *mapping.IndexMappingImpl {
 	text := mapping.NewTextFieldMapping()
 	text.Analyzer = en.AnalyzerName
-	text.Store = true              // for highlighting
+	// The text is not stored: the caller holds it (a turn's is in its
+	// master log), and Hit.Matches are byte offsets into it for Fragments.
+	text.Store = false
 	text.IncludeTermVectors = true // positions: phrases and highlight offsets
 	text.IncludeInAll = false
 	text.DocValues = false

@@ -36,7 +36,7 @@ type Query struct {
 	Speaker        string    // optional, case-insensitive exact match
 	Since, Until   time.Time // optional inclusive range; zero = open
 	Limit          int       // <= 0 means DefaultLimit; capped at MaxLimit
-	Highlight      bool      // fill Hit.Fragments, matches marked **term**
+	Highlight      bool      // fill Hit.Matches (see Fragments)
 	// IDsOnly leaves Conversation, Kind and Seq empty: no stored field is
 	// read, which is a good part of a search's cost. For a caller that
 	// knows its own ID scheme.
@@ -50,7 +50,11 @@ type Hit struct {
 	Kind         string
 	Seq          int64
 	Score        float64
-	Fragments    []string // only with Query.Highlight
+	// Matches are the byte spans of the matched terms in the document's
+	// text, in no particular order; only with Query.Highlight. The index
+	// does not store the text: Fragments(text, h.Matches) cuts excerpts
+	// from the caller's copy.
+	Matches []Span
 }
 
 // Search runs q. A query with no searchable terms and no phrases (empty or
@@ -82,7 +86,6 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		req.Fields = []string{fieldConversation, fieldKind, fieldSeq}
 	}
 	if q.Highlight {
-		req.Fields = append(req.Fields, fieldText)
 		req.IncludeLocations = true
 	}
 	stats, err := ix.bm25Stats()
@@ -107,13 +110,11 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 			h.Seq = int64(f)
 		}
 		if q.Highlight {
-			var spans []span
 			for _, locs := range dm.Locations[fieldText] {
 				for _, l := range locs {
-					spans = append(spans, span{int(l.Start), int(l.End)})
+					h.Matches = append(h.Matches, Span{Start: int(l.Start), End: int(l.End)})
 				}
 			}
-			h.Fragments = fragments(stringField(dm.Fields[fieldText]), spans)
 		}
 		hits = append(hits, h)
 	}

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -76,12 +77,18 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 		if t == nil {
 			continue
 		}
-		excerpt := strings.Join(h.Fragments, " … ")
+		// The index keeps no text: the excerpt is cut from the master log,
+		// the text the turn was indexed with.
+		rec, err := c.log.read(t.Start, t.End)
+		if errors.Is(err, errDamaged) {
+			s.log.Warn("master log: damaged record left out of find_quote", "conversation", c.id, "turn", turnID(t.Seq), "err", err)
+			continue
+		}
+		if err != nil {
+			return res, err
+		}
+		excerpt := strings.Join(index.Fragments(rec.Content, h.Matches), " … ")
 		if excerpt == "" {
-			rec, err := c.log.read(t.Start, t.End)
-			if err != nil {
-				return res, err
-			}
 			excerpt = clip(rec.Content, excerptChars)
 		}
 		file := s.refPath(c.log.path)
