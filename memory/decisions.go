@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -110,7 +111,8 @@ type forgotTurn struct {
 }
 
 // turnTags is the tagger's verdict on one stored turn. Hash ties it to the
-// master log record it was made for.
+// master log record it was made for: the first tagHashLen hex digits of
+// the record's hash (logs written before this hold all 64; both match).
 type turnTags struct {
 	Seq     int      `json:"seq"`
 	Hash    string   `json:"hash"`
@@ -125,6 +127,21 @@ type splitRec struct {
 	Count   int               `json:"count"`             // the tag's turns when offered
 	Turns   map[int][]string  `json:"turns,omitempty"`   // seq -> the turn's tags after the split
 	Aliases map[string]string `json:"aliases,omitempty"` // the conversation's aliases after the split
+}
+
+// tagHashLen is how many hex digits of a turn's hash a tags decision
+// records: 64 bits, enough to tell the record at one sequence number from
+// another message stored there, at a quarter of the bytes (the tags
+// decisions were a fifth of the decisions log).
+const tagHashLen = 16
+
+// shortHash is the prefix of a turn's hash that tags decisions record.
+func shortHash(h string) string { return h[:min(len(h), tagHashLen)] }
+
+// sameTurnHash reports whether recorded, a full hash or a prefix of at
+// least tagHashLen digits, names the record whose hash is full.
+func sameTurnHash(recorded, full string) bool {
+	return len(recorded) >= min(tagHashLen, len(full)) && strings.HasPrefix(full, recorded)
 }
 
 // decisionLog is one conversation's derived-decisions file.
@@ -390,7 +407,7 @@ func (r *decisionReplay) replayedTags(recs []logRecord) ([]turnTags, []int) {
 	var missing []int
 	for i, rec := range recs {
 		t, ok := r.tags[rec.Seq]
-		if !ok || t.Hash != rec.Hash {
+		if !ok || !sameTurnHash(t.Hash, rec.Hash) {
 			missing = append(missing, i)
 			continue
 		}
@@ -460,7 +477,7 @@ func (s *Store) recordTurnTags(c *conv, metas []turnMeta, which []int) (int64, e
 		if m.Empty {
 			continue
 		}
-		d.Turns = append(d.Turns, turnTags{Seq: m.Seq, Hash: m.Hash, Tags: m.Tags, Related: m.Related, Rule: m.Rule})
+		d.Turns = append(d.Turns, turnTags{Seq: m.Seq, Hash: shortHash(m.Hash), Tags: m.Tags, Related: m.Related, Rule: m.Rule})
 	}
 	if len(d.Turns) == 0 {
 		return 0, nil

@@ -173,16 +173,21 @@ func buildDerivedState(t *testing.T, dir string) snapshot {
 }
 
 func TestRebuildGivesSameAnswers(t *testing.T) {
-	for _, how := range []string{"Rebuild", "Open"} {
+	for _, how := range []string{"Rebuild", "Open", "FullHashes"} {
 		t.Run(how, func(t *testing.T) {
 			dir := t.TempDir()
 			before := buildDerivedState(t, dir)
+			if how == "FullHashes" {
+				// A decisions log written before tags decisions kept only
+				// a hash prefix still replays.
+				withFullTagHashes(t, dir, "c")
+			}
 			sum := &countingSummarizer{fail: true}
 			tag := &countingTagger{fail: true}
 			split := &refusingSplitter{}
 			opts := Options{Dir: dir, ContextWindow: 1500, ProtectedTurns: 2, Summarizer: sum, Tagger: tag, Splitter: split}
 			switch how {
-			case "Rebuild":
+			case "Rebuild", "FullHashes":
 				if err := Rebuild(context.Background(), opts, nil); err != nil {
 					t.Fatalf("Rebuild: %v", err)
 				}
@@ -204,6 +209,59 @@ func TestRebuildGivesSameAnswers(t *testing.T) {
 			}
 			compareSnapshots(t, before, after)
 		})
+	}
+}
+
+// withFullTagHashes rewrites conversation conv's decisions log with every
+// tags decision holding the turn's whole hash, as logs did before
+// tagHashLen.
+func withFullTagHashes(t *testing.T, dir, conv string) {
+	t.Helper()
+	logData, err := os.ReadFile(filepath.Join(dir, "logs", conv+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := map[int]string{}
+	for _, line := range bytes.Split(bytes.TrimSpace(logData), []byte("\n")) {
+		rec, err := decodeRecord(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full[rec.Seq] = rec.Hash
+	}
+	path := filepath.Join(dir, decisionsDir, conv+".log")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	n := 0
+	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		d, ok := decodeDecision(bytes.TrimSuffix(line, []byte("\n")))
+		if !ok {
+			t.Fatalf("undecodable decision %.100s", line)
+		}
+		for i := range d.Turns {
+			if len(d.Turns[i].Hash) != tagHashLen || !strings.HasPrefix(full[d.Turns[i].Seq], d.Turns[i].Hash) {
+				t.Fatalf("tags decision of turn %d holds hash %q, want the %d-digit prefix of %q", d.Turns[i].Seq, d.Turns[i].Hash, tagHashLen, full[d.Turns[i].Seq])
+			}
+			d.Turns[i].Hash = full[d.Turns[i].Seq]
+			n++
+		}
+		enc, err := encodeDecision(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, enc...)
+	}
+	if n == 0 {
+		t.Fatal("no tags decision to rewrite")
+	}
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 
