@@ -62,6 +62,10 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 	}
 	touched := c.rollupTags(fresh)
 	inputs := c.incrementalRollups(touched, fresh)
+	prevs := make(map[string]*tagSummaryRec, len(touched))
+	for _, t := range touched {
+		prevs[t] = c.tagSums[t]
+	}
 	c.mu.RUnlock()
 	total += len(touched)
 	rollups, err := s.rollup(ctx, c.id, touched, inputs, step)
@@ -75,12 +79,18 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 	meta := c.meta
 	meta.CompactedThrough = through
 	freedFull, summaryTokens := 0, 0
-	dec := decision{Kind: decCompact, Through: through, Segments: make([]segmentRec, len(plans)), TagSums: make([]tagSummaryRec, len(rollups))}
+	dec := decision{Kind: decCompact, Through: through, Segments: make([]segmentRec, len(plans))}
 	for i := range plans {
 		dec.Segments[i] = plans[i].rec
 	}
-	for i, r := range rollups {
-		dec.TagSums[i] = *r
+	for _, r := range rollups {
+		// An extractive rollup is recorded by reference when replay can
+		// make it again from the same inputs (rollupref.go).
+		if ref, ok := s.rollupReference(ctx, r, prevs[r.Tag], c.tagSums[r.Tag], inputs[r.Tag]); ok {
+			dec.TagRefs = append(dec.TagRefs, ref)
+		} else {
+			dec.TagSums = append(dec.TagSums, *r)
+		}
 	}
 	if meta.DecisionsSize, err = s.recordDecision(c, dec); err != nil {
 		return res, err
@@ -100,7 +110,7 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 			for seq := r.First; seq <= r.Last; seq++ {
 				t := *c.turn(seq)
 				t.Segment = r.ID
-				if err := putJSON(tb, seqKey(seq), t); err != nil {
+				if err := putTurn(tb, &t); err != nil {
 					return err
 				}
 			}
@@ -246,15 +256,12 @@ func (s *Store) rollup(ctx context.Context, convID string, tags []string, inputs
 	for i, t := range tags {
 		in := inputs[t]
 		g.Go(func() error {
-			out, err := s.sum.Summarize(gctx, summarize.Input{ConversationID: convID, Kind: summarize.Tag, Tag: t, Segments: in.texts, MaxTokens: tagSummaryTokens})
+			r, err := s.rollupWith(gctx, s.sum, convID, t, in)
 			if err != nil {
-				return fmt.Errorf("summarise tag %s of %s: %w", t, convID, err)
+				return err
 			}
-			sum := s.tok.Truncate(out.Summary, tagSummaryTokens)
-			rollups[i] = &tagSummaryRec{
-				Tag: t, Summary: sum, Description: out.Description, Tokens: s.tok.Count(sum),
-				Segments: in.segments, Method: out.Method, Version: out.Version, UpdatedAt: s.now().UTC(),
-			}
+			r.UpdatedAt = s.now().UTC()
+			rollups[i] = r
 			step("summarised topic " + t)
 			return nil
 		})
@@ -263,6 +270,20 @@ func (s *Store) rollup(ctx context.Context, convID string, tags []string, inputs
 		return nil, err
 	}
 	return rollups, nil
+}
+
+// rollupWith writes one tag's Layer 2 summary from its inputs with sum
+// (UpdatedAt left for the caller).
+func (s *Store) rollupWith(ctx context.Context, sum Summarizer, convID, tag string, in rollupInput) (*tagSummaryRec, error) {
+	out, err := sum.Summarize(ctx, summarize.Input{ConversationID: convID, Kind: summarize.Tag, Tag: tag, Segments: in.texts, MaxTokens: tagSummaryTokens})
+	if err != nil {
+		return nil, fmt.Errorf("summarise tag %s of %s: %w", tag, convID, err)
+	}
+	text := s.tok.Truncate(out.Summary, tagSummaryTokens)
+	return &tagSummaryRec{
+		Tag: tag, Summary: text, Description: out.Description, Tokens: s.tok.Count(text),
+		Segments: in.segments, Method: out.Method, Version: out.Version,
+	}, nil
 }
 
 // summaryDocs renders segments and rollups as index documents.

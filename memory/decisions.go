@@ -75,6 +75,9 @@ type decision struct {
 	Through  int             `json:"through,omitempty"`
 	Segments []segmentRec    `json:"segments,omitempty"`
 	TagSums  []tagSummaryRec `json:"tag_summaries,omitempty"`
+	// decCompact: extractive rollups recorded by reference (rollupref.go),
+	// applied after TagSums (no tag is in both).
+	TagRefs []rollupRef `json:"tag_refs,omitempty"`
 
 	// decSplit
 	Split *splitRec `json:"split,omitempty"`
@@ -524,6 +527,12 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 				changedSums[ts.Tag] = true
 				delete(droppedSums, ts.Tag)
 			}
+			for _, ref := range d.TagRefs {
+				ts := s.resolveRollup(ctx, c, ref)
+				c.tagSums[ts.Tag] = ts
+				changedSums[ts.Tag] = true
+				delete(droppedSums, ts.Tag)
+			}
 			meta.CompactedThrough = d.Through
 			summariesChanged = true
 		case decSummaries:
@@ -638,7 +647,7 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 		}
 		tb, sb, rb := b.Bucket(bucketTurns), b.Bucket(bucketSegments), b.Bucket(bucketTagSums)
 		for seq := range changedTurns {
-			if err := putJSON(tb, seqKey(seq), c.turn(seq)); err != nil {
+			if err := putTurn(tb, c.turn(seq)); err != nil {
 				return err
 			}
 		}

@@ -17,10 +17,20 @@
 // is skipped and reported, never fatal, and reading resumes at the next
 // line. Every decision but tags is fsync'd before the bbolt transaction
 // that applies it; tags reach the disk with the next fsync'd decision.
+// Tags decisions name each turn by the first 16 hex digits of its hash,
+// and an extractive topic summary (rollup) of a compaction is recorded by
+// reference (rollupref.go: its segments, version, time and a digest) and
+// made again on replay, since it is a function of what replay already
+// holds; anything a model wrote is recorded in full.
 // vc.db and the index are a function of the master logs plus these logs:
 // Rebuild, or Open when vc.db is missing or behind, replays both and gives
 // the same status and the same recall answers, without calling a tagger,
 // summariser or splitter for anything recorded.
+//
+// vc.db stores each turn's metadata in a compact binary form
+// (turncodec.go; JSON records of earlier versions are still read). The
+// full-text index does not store the text: find_quote cuts its excerpts
+// from the master log.
 //
 // The full-text index keeps watermarks per conversation (turns indexed,
 // summary generation indexed). A background reconciler, one goroutine per

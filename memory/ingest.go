@@ -397,7 +397,7 @@ func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ran
 		}
 		tb := b.Bucket(bucketTurns)
 		for _, m := range metas {
-			if err := putJSON(tb, seqKey(m.Seq), m); err != nil {
+			if err := putTurn(tb, &m); err != nil {
 				return err
 			}
 		}

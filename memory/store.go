@@ -72,8 +72,11 @@ type Store struct {
 	tok    *counter
 	tagger Tagger
 	sum    Summarizer
-	log    *slog.Logger
-	now    func() time.Time
+	// ext is the extractive summariser that replays topic summaries
+	// recorded by reference (rollupref.go); sum is ext when none is given.
+	ext *summarize.Extractive
+	log *slog.Logger
+	now func() time.Time
 
 	set *settingsBox // settings that change at run time (settings.go)
 
@@ -231,8 +234,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if s.tagger == nil {
 		s.tagger = tagging.NewKeyword(opts.KeywordTagging)
 	}
+	s.ext = summarize.NewExtractive(&summarize.ExtractiveOptions{Count: tok.Count})
 	if s.sum == nil {
-		s.sum = summarize.NewExtractive(&summarize.ExtractiveOptions{Count: tok.Count})
+		s.sum = s.ext
 	}
 	fail := func(err error) (*Store, error) {
 		if s.ix != nil {
