@@ -56,11 +56,16 @@
 // logs/<file>.jsonl holds one record per line: a JSON object, then '\n'.
 // Since format version 2 every line ends with its own checksum:
 //
-//	{"v":2,"seq":7,"role":"user","content":"yes","at":"...","hash":"...","crc":"1c291ca3"}
+//	{"v":3,"seq":7,"role":"user","content":"yes","at":"...","crc":"1c291ca3"}
+//
+// Version 3 (this one) leaves out the message's hash when the record's own
+// fields give it (they do unless the turn is a forgotten placeholder or
+// its text changed after hashing), and reading computes it; version 2
+// lines always hold "hash" and are read as they are.
 //
 // crc is the CRC-32C (Castagnoli), as 8 lower-case hex digits, of the line
-// with the `,"crc":"xxxxxxxx"` member removed (so of the bytes ending
-// `..."hash":"..."}`). The log stays greppable and each record is verifiable
+// with the `,"crc":"xxxxxxxx"` member removed (so of the bytes ending in
+// the member before it and `}`). The log stays greppable and each record is verifiable
 // on its own (the LevelDB/etcd-wal rule). seq numbers the conversation's
 // turns from 1 (turn id "t"+seq). content is the message text byte for byte;
 // raw holds non-string content as sent; id is the client's message id, when
