@@ -9,7 +9,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/vc-mcp/vc-mcp/index"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
 	bolt "go.etcd.io/bbolt"
@@ -104,7 +103,7 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 		sb, tb, rb := b.Bucket(bucketSegments), b.Bucket(bucketTurns), b.Bucket(bucketTagSums)
 		for i := range plans {
 			r := &plans[i].rec
-			if err := putJSON(sb, seqKey(r.ID), r); err != nil {
+			if err := putSegment(sb, r); err != nil {
 				return err
 			}
 			for seq := r.First; seq <= r.Last; seq++ {
@@ -139,15 +138,13 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 	for _, r := range rollups {
 		c.tagSums[r.Tag] = r
 	}
-	docs := summaryDocs(c.id, fresh, rollups)
 	c.active = 0
 	for seq := through + 1; seq <= len(c.turns); seq++ {
 		c.active += c.turns[seq-1].Tokens
 	}
-	if err := s.ix.Add(ctx, docs); err != nil {
-		s.log.Warn("indexing summaries failed; the reconciler retries", "conversation", c.id, "err", err)
-		s.kickReconciler()
-	} else if c.meta.SummariesIndexed == c.meta.SummaryGen-1 {
+	// Summaries are not in the full-text index: both searches (recall's
+	// lexical signal, find_quote) look for turns only.
+	if c.meta.SummariesIndexed == c.meta.SummaryGen-1 {
 		c.meta.SummariesIndexed = c.meta.SummaryGen
 	}
 	s.notifyCompacted(c, fresh, rollups)
@@ -284,23 +281,6 @@ func (s *Store) rollupWith(ctx context.Context, sum Summarizer, convID, tag stri
 		Tag: tag, Summary: text, Description: out.Description, Tokens: s.tok.Count(text),
 		Segments: in.segments, Method: out.Method, Version: out.Version,
 	}, nil
-}
-
-// summaryDocs renders segments and rollups as index documents.
-func summaryDocs(convID string, segs []*segmentRec, rollups []*tagSummaryRec) []index.Doc {
-	var docs []index.Doc
-	for _, r := range segs {
-		if r.Summary == "" {
-			continue // emptied by forget: nothing to find
-		}
-		docs = append(docs, index.Doc{ID: segmentDocID(convID, r.ID), Conversation: convID, Kind: "segment",
-			Text: r.Summary, Tags: r.Tags, Time: r.Start})
-	}
-	for _, r := range rollups {
-		docs = append(docs, index.Doc{ID: tagDocID(convID, r.Tag), Conversation: convID, Kind: "tag",
-			Text: r.Tag + ": " + r.Description + "\n" + r.Summary, Tags: []string{r.Tag}})
-	}
-	return docs
 }
 
 // segmentSummaryTokens sizes a Layer 1 summary: about a quarter of the

@@ -652,7 +652,7 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 			}
 		}
 		for id := range changedSegs {
-			if err := putJSON(sb, seqKey(id), c.segs[id-1]); err != nil {
+			if err := putSegment(sb, c.segs[id-1]); err != nil {
 				return err
 			}
 		}

@@ -286,8 +286,8 @@ func loadConv(tx *bolt.Tx, id string) (*conv, error) {
 	}
 	if sb := b.Bucket(bucketSegments); sb != nil {
 		err := sb.ForEach(func(k, v []byte) error {
-			s := &segmentRec{}
-			if err := json.Unmarshal(v, s); err != nil {
+			s, err := decodeSegment(v)
+			if err != nil {
 				return fmt.Errorf("decode segment of %s: %w", id, err)
 			}
 			c.segs = append(c.segs, s)

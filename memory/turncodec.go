@@ -53,10 +53,7 @@ func encodeTurn(t *turnMeta) []byte {
 	out = binary.AppendVarint(out, int64(t.Seq))
 	out = appendStr(out, t.Role)
 	out = appendStr(out, t.Name)
-	_, off := t.When.Zone()
-	out = binary.AppendVarint(out, t.When.Unix())
-	out = binary.AppendVarint(out, int64(t.When.Nanosecond()))
-	out = binary.AppendVarint(out, int64(off))
+	out = appendTime(out, t.When)
 	out = binary.AppendVarint(out, t.Start)
 	out = binary.AppendVarint(out, t.End)
 	out = binary.AppendVarint(out, int64(t.Tokens))
@@ -93,11 +90,7 @@ func decodeTurn(v []byte) (turnMeta, error) {
 	r := turnReader{b: v[1:]}
 	t.Seq = int(r.varint())
 	t.Role, t.Name = r.str(), r.str()
-	sec, nsec, off := r.varint(), r.varint(), r.varint()
-	t.When = time.Unix(sec, nsec).UTC()
-	if off != 0 {
-		t.When = t.When.In(time.FixedZone("", int(off)))
-	}
+	t.When = r.time()
 	t.Start, t.End, t.Tokens = r.varint(), r.varint(), int(r.varint())
 	t.Tags, t.Related = r.strs(), r.strs()
 	flags := r.uvarint()
@@ -114,6 +107,85 @@ func decodeTurn(v []byte) (turnMeta, error) {
 		return turnMeta{}, fmt.Errorf("%d bytes after the turn record", len(r.b))
 	}
 	return t, nil
+}
+
+// Segments are stored the same way (the segments bucket is vc.db's
+// second largest):
+//
+//	0x01                      version
+//	varint  ID
+//	string  Primary
+//	strings Tags
+//	varint  First, Last
+//	time    Start, End
+//	string  Summary
+//	varint  SummaryTokens, FullTokens
+//	strings Entities, Decisions
+//	string  Method, Version
+//	time    CreatedAt
+const segmentCodecV1 = 0x01
+
+// putSegment stores r under its id.
+func putSegment(b *bolt.Bucket, r *segmentRec) error {
+	return b.Put(seqKey(r.ID), encodeSegment(r))
+}
+
+func encodeSegment(r *segmentRec) []byte {
+	out := make([]byte, 0, 96+len(r.Summary))
+	out = append(out, segmentCodecV1)
+	out = binary.AppendVarint(out, int64(r.ID))
+	out = appendStr(out, r.Primary)
+	out = appendStrs(out, r.Tags)
+	out = binary.AppendVarint(out, int64(r.First))
+	out = binary.AppendVarint(out, int64(r.Last))
+	out = appendTime(out, r.Start)
+	out = appendTime(out, r.End)
+	out = appendStr(out, r.Summary)
+	out = binary.AppendVarint(out, int64(r.SummaryTokens))
+	out = binary.AppendVarint(out, int64(r.FullTokens))
+	out = appendStrs(out, r.Entities)
+	out = appendStrs(out, r.Decisions)
+	out = appendStr(out, r.Method)
+	out = appendStr(out, r.Version)
+	return appendTime(out, r.CreatedAt)
+}
+
+// decodeSegment reads a stored segment in either form.
+func decodeSegment(v []byte) (*segmentRec, error) {
+	r := &segmentRec{}
+	if len(v) > 0 && v[0] == '{' {
+		err := json.Unmarshal(v, r)
+		return r, err
+	}
+	if len(v) == 0 || v[0] != segmentCodecV1 {
+		return nil, errors.New("unknown segment record format")
+	}
+	rd := turnReader{b: v[1:]}
+	r.ID = int(rd.varint())
+	r.Primary = rd.str()
+	r.Tags = rd.strs()
+	r.First, r.Last = int(rd.varint()), int(rd.varint())
+	r.Start, r.End = rd.time(), rd.time()
+	r.Summary = rd.str()
+	r.SummaryTokens, r.FullTokens = int(rd.varint()), int(rd.varint())
+	r.Entities, r.Decisions = rd.strs(), rd.strs()
+	r.Method, r.Version = rd.str(), rd.str()
+	r.CreatedAt = rd.time()
+	if rd.err != nil {
+		return nil, rd.err
+	}
+	if len(rd.b) != 0 {
+		return nil, fmt.Errorf("%d bytes after the segment record", len(rd.b))
+	}
+	return r, nil
+}
+
+// appendTime stores t as Unix seconds, nanoseconds and zone offset.
+func appendTime(out []byte, t time.Time) []byte {
+	_, off := t.Zone()
+	out = binary.AppendVarint(out, t.Unix())
+	out = binary.AppendVarint(out, int64(t.Nanosecond()))
+	return binary.AppendVarint(out, int64(off))
 }
 
 func appendStr(out []byte, s string) []byte {
@@ -186,6 +258,15 @@ func (r *turnReader) bytes(n uint64) []byte {
 	out := r.b[:n]
 	r.b = r.b[n:]
 	return out
+}
+
+func (r *turnReader) time() time.Time {
+	sec, nsec, off := r.varint(), r.varint(), r.varint()
+	t := time.Unix(sec, nsec).UTC()
+	if off != 0 {
+		t = t.In(time.FixedZone("", int(off)))
+	}
+	return t
 }
 
 func (r *turnReader) str() string { return string(r.bytes(r.uvarint())) }

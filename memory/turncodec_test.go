@@ -63,6 +63,40 @@ func TestTurnCodecRoundTrip(t *testing.T) {
 	}
 }
 
+func TestSegmentCodec(t *testing.T) {
+	full := segmentRec{ID: 12, Primary: "japan", Tags: []string{"japan", "kyoto"}, First: 100, Last: 140,
+		Start: t0, End: t0.Add(time.Hour).In(time.FixedZone("", -5*3600)), Summary: "Ana: day 1 in Kyoto.\nAna: day 2 in Nara.",
+		SummaryTokens: 14, FullTokens: 900, Entities: []string{"Kyoto", "Nara"}, Decisions: []string{"book the rail pass"},
+		Method: "extractive", Version: "extractive-v1", CreatedAt: time.Date(2026, 11, 24, 1, 2, 3, 456789, time.UTC)}
+	v := reflect.ValueOf(full)
+	for i := 0; i < v.NumField(); i++ {
+		if v.Field(i).IsZero() {
+			t.Fatalf("the test segment leaves %s zero: give it a value (and a place in encodeSegment)", v.Type().Field(i).Name)
+		}
+	}
+	norm := func(r segmentRec) segmentRec {
+		r.Start, r.End, r.CreatedAt = r.Start.UTC(), r.End.UTC(), r.CreatedAt.UTC()
+		return r
+	}
+	enc := encodeSegment(&full)
+	got, err := decodeSegment(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.End.Format(time.RFC3339Nano) != full.End.Format(time.RFC3339Nano) || !reflect.DeepEqual(norm(*got), norm(full)) {
+		t.Errorf("round trip:\ngot  %+v\nwant %+v", *got, full)
+	}
+	js, _ := json.Marshal(full)
+	if got, err := decodeSegment(js); err != nil || !reflect.DeepEqual(norm(*got), norm(full)) {
+		t.Errorf("JSON record: %v %+v", err, got)
+	}
+	for n := 0; n < len(enc); n++ {
+		if _, err := decodeSegment(enc[:n]); err == nil {
+			t.Fatalf("record cut to %d of %d bytes decoded without error", n, len(enc))
+		}
+	}
+}
+
 func TestTurnCodecReadsJSON(t *testing.T) {
 	in := fullTurn()
 	js, err := json.Marshal(in)
@@ -82,8 +116,8 @@ func TestTurnCodecReadsJSON(t *testing.T) {
 	}
 }
 
-// A data directory whose vc.db holds turns as JSON (written before the
-// binary form) opens and answers as before, and a rebuild agrees.
+// A data directory whose vc.db holds turns and segments as JSON (written
+// before the binary forms) opens and answers as before.
 func TestOldJSONTurnsOpen(t *testing.T) {
 	dir := t.TempDir()
 	before := buildDerivedState(t, dir)
@@ -93,8 +127,23 @@ func TestOldJSONTurnsOpen(t *testing.T) {
 	}
 	n := 0
 	err = db.Update(func(tx *bolt.Tx) error {
+		sb := tx.Bucket(convBucketName("c")).Bucket(bucketSegments)
+		c := sb.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			r, err := decodeSegment(v)
+			if err != nil {
+				return err
+			}
+			js, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			if err := sb.Put(append([]byte(nil), k...), js); err != nil {
+				return err
+			}
+		}
 		tb := tx.Bucket(convBucketName("c")).Bucket(bucketTurns)
-		c := tb.Cursor()
+		c = tb.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			tm, err := decodeTurn(v)
 			if err != nil {
