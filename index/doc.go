@@ -11,7 +11,9 @@
 // segmentation, possessive 's stripped, lowercase, stop words removed,
 // Porter stemming); Analyze exposes the same pipeline. Conversation, Kind,
 // Speaker, Role and Tags are keywords matched exactly (Speaker and Role are
-// lowercased on both sides). Time is a datetime; Seq is stored only. The
+// lowercased on both sides). Seq is stored only. No time is indexed (a
+// datetime costs 16 prefix terms a document); Query.IDs filters by document
+// instead, for a caller that knows which documents fall in a time range. The
 // text itself is not stored (the caller holds it, a turn's in its master
 // log): a highlighted search returns the matches' byte spans, and
 // Fragments cuts excerpts from the caller's copy of the text.
@@ -26,8 +28,8 @@
 // (boost x idf x query norm) and multiplies an OR by the share of its
 // clauses that matched, so documents matching more query terms rank
 // higher than plain BM25 would put them; scores are for ranking only.
-// Conversation, kind, speaker and time filters select documents without
-// changing scores. Equal scores are ordered by ID, so two indexes built
+// Conversation, kind, speaker and document-id filters select documents
+// without changing scores. Equal scores are ordered by ID, so two indexes built
 // from the same documents answer alike.
 //
 // # Writes and durability

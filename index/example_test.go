@@ -6,7 +6,6 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/vc-mcp/vc-mcp/index"
 )
@@ -25,13 +24,12 @@ func ExampleIndex_Search() {
 	defer ix.Close()
 
 	ctx := context.Background()
-	at := time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
 	docs := []index.Doc{
-		{ID: "trip/t1", Conversation: "trip", Kind: "turn", Speaker: "user", Seq: 1, Time: at,
+		{ID: "trip/t1", Conversation: "trip", Kind: "turn", Speaker: "user", Seq: 1,
 			Text: "We should book the flights to Lisbon before prices go up."},
-		{ID: "trip/t2", Conversation: "trip", Kind: "turn", Speaker: "assistant", Seq: 2, Time: at.Add(time.Minute),
+		{ID: "trip/t2", Conversation: "trip", Kind: "turn", Speaker: "assistant", Seq: 2,
 			Text: "Flight prices to Lisbon usually rise in May."},
-		{ID: "work/t1", Conversation: "work", Kind: "turn", Speaker: "user", Seq: 1, Time: at,
+		{ID: "work/t1", Conversation: "work", Kind: "turn", Speaker: "user", Seq: 1,
 			Text: "The Lisbon office booked the meeting room."},
 	}
 	// The index keeps no text: the caller's copy gives the excerpts.

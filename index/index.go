@@ -16,7 +16,6 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
-	"github.com/blevesearch/bleve/v2/search/query"
 	bleveindex "github.com/blevesearch/bleve_index_api"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
@@ -59,7 +58,6 @@ const (
 	fieldSpeaker      = "speaker"
 	fieldRole         = "role"
 	fieldTags         = "tags"
-	fieldTime         = "time"
 	fieldSeq          = "seq"
 )
 
@@ -76,15 +74,14 @@ const (
 
 // Doc is one searchable unit: a turn, a segment summary or a tag summary.
 type Doc struct {
-	ID           string    // unique; the caller chooses it, e.g. "conv/t000123"
-	Conversation string    // conversation id, matched exactly
-	Kind         string    // "turn" | "segment" | "tag", matched exactly
-	Text         string    // analysed English full text
-	Speaker      string    // matched exactly but case-insensitively
-	Role         string    // matched exactly but case-insensitively
-	Tags         []string  // keywords, matched exactly
-	Time         time.Time // zero means unknown; such docs never match a time filter
-	Seq          int64     // turn sequence number, 0 for summaries
+	ID           string   // unique; the caller chooses it, e.g. "conv/t000123"
+	Conversation string   // conversation id, matched exactly
+	Kind         string   // "turn" | "segment" | "tag", matched exactly
+	Text         string   // analysed English full text
+	Speaker      string   // matched exactly but case-insensitively
+	Role         string   // matched exactly but case-insensitively
+	Tags         []string // keywords, matched exactly
+	Seq          int64    // turn sequence number, 0 for summaries
 }
 
 // Options tunes an Index. A nil *Options means defaults.
@@ -292,11 +289,6 @@ func newMapping() *mapping.IndexMappingImpl {
 		return f
 	}
 
-	tm := mapping.NewDateTimeFieldMapping()
-	tm.Store = false
-	tm.IncludeInAll = false
-	tm.DocValues = false
-
 	seq := mapping.NewNumericFieldMapping()
 	seq.Index = false
 	seq.Store = true
@@ -310,7 +302,6 @@ func newMapping() *mapping.IndexMappingImpl {
 	dm.AddFieldMappingsAt(fieldSpeaker, kw(false))
 	dm.AddFieldMappingsAt(fieldRole, kw(false))
 	dm.AddFieldMappingsAt(fieldTags, kw(false))
-	dm.AddFieldMappingsAt(fieldTime, tm)
 	dm.AddFieldMappingsAt(fieldSeq, seq)
 	dm.AddSubDocumentMapping("_all", mapping.NewDocumentDisabledMapping())
 
@@ -343,23 +334,10 @@ func bleveDoc(d Doc) map[string]any {
 	if len(d.Tags) > 0 {
 		m[fieldTags] = d.Tags
 	}
-	if !d.Time.IsZero() && timeInRange(d.Time) {
-		m[fieldTime] = d.Time
-	}
 	return m
 }
 
 func normKeyword(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
-
-// Bleve stores datetimes as int64 nanoseconds since the epoch and its
-// range queries accept a slightly narrower span; times outside it are
-// treated as unknown.
-var (
-	minTime = query.MinRFC3339CompatibleTime
-	maxTime = query.MaxRFC3339CompatibleTime
-)
-
-func timeInRange(t time.Time) bool { return !t.Before(minTime) && !t.After(maxTime) }
 
 // ownerOnly makes the index readable by its owner only: bleve writes
 // index_meta.json 0644 (its segments are already 0600). The index holds

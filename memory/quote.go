@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/vc-mcp/vc-mcp/index"
@@ -56,7 +57,7 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 		defer c.mu.RUnlock()
 	}
 	iq := index.Query{Text: query, Conversations: ids, Kinds: []string{"turn"}, Speaker: req.Speaker,
-		Since: req.Since, Until: req.Until, Limit: n, Highlight: true}
+		IDs: turnsInRange(convs, req.Since, req.Until), Limit: n, Highlight: true}
 	// A multi-word query is also tried as a phrase: exact quotes rank first.
 	if words := strings.Fields(strings.Trim(query, `"'“”`)); len(words) > 1 && len(words) <= 12 {
 		iq.Phrases = []string{strings.Join(words, " ")}
@@ -106,6 +107,34 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 		res.Quotes = append(res.Quotes, sem...)
 	}
 	return res, nil
+}
+
+// turnsInRange names the index documents of the turns of convs said
+// within [since, until] (inclusive; a zero end is open), or nil when
+// every turn is (no filter). The index holds no times, so a time filter
+// is this list. The conversations' read locks are held.
+func turnsInRange(convs []*conv, since, until time.Time) []string {
+	if since.IsZero() && until.IsZero() {
+		return nil
+	}
+	ids := []string{}
+	all := true
+	for _, c := range convs {
+		for i := range c.turns {
+			t := &c.turns[i]
+			if !since.IsZero() && t.When.Before(since) || !until.IsZero() && t.When.After(until) {
+				all = false
+				continue
+			}
+			if !t.Empty {
+				ids = append(ids, turnDocID(c.id, t.Seq))
+			}
+		}
+	}
+	if all {
+		return nil
+	}
+	return ids
 }
 
 // semanticQuoteMin is the least cosine for a turn to be offered as a
