@@ -9,9 +9,10 @@
 //
 // Doc.Text is analysed with Bleve's English analyzer (Unicode word
 // segmentation, possessive 's stripped, lowercase, stop words removed,
-// Porter stemming); Analyze exposes the same pipeline. Conversation, Kind,
-// Speaker, Role and Tags are keywords matched exactly (Speaker and Role are
-// lowercased on both sides). Seq is stored only. No time is indexed (a
+// Porter stemming); Analyze exposes the same pipeline. Conversation, Kind
+// and Speaker are keywords matched exactly (Speaker lowercased on both
+// sides); nothing else is indexed that no query filters on (no role, no
+// tags). Seq is stored only. No time is indexed (a
 // datetime costs 16 prefix terms a document); Query.IDs filters by document
 // instead, for a caller that knows which documents fall in a time range. The
 // text itself is not stored (the caller holds it, a turn's in its master

@@ -56,8 +56,6 @@ const (
 	fieldConversation = "conversation"
 	fieldKind         = "kind"
 	fieldSpeaker      = "speaker"
-	fieldRole         = "role"
-	fieldTags         = "tags"
 	fieldSeq          = "seq"
 )
 
@@ -74,14 +72,12 @@ const (
 
 // Doc is one searchable unit: a turn, a segment summary or a tag summary.
 type Doc struct {
-	ID           string   // unique; the caller chooses it, e.g. "conv/t000123"
-	Conversation string   // conversation id, matched exactly
-	Kind         string   // "turn" | "segment" | "tag", matched exactly
-	Text         string   // analysed English full text
-	Speaker      string   // matched exactly but case-insensitively
-	Role         string   // matched exactly but case-insensitively
-	Tags         []string // keywords, matched exactly
-	Seq          int64    // turn sequence number, 0 for summaries
+	ID           string // unique; the caller chooses it, e.g. "conv/t000123"
+	Conversation string // conversation id, matched exactly
+	Kind         string // "turn" | "segment" | "tag", matched exactly
+	Text         string // analysed English full text
+	Speaker      string // matched exactly but case-insensitively
+	Seq          int64  // turn sequence number, 0 for summaries
 }
 
 // Options tunes an Index. A nil *Options means defaults.
@@ -300,8 +296,6 @@ func newMapping() *mapping.IndexMappingImpl {
 	dm.AddFieldMappingsAt(fieldConversation, kw(true))
 	dm.AddFieldMappingsAt(fieldKind, kw(true))
 	dm.AddFieldMappingsAt(fieldSpeaker, kw(false))
-	dm.AddFieldMappingsAt(fieldRole, kw(false))
-	dm.AddFieldMappingsAt(fieldTags, kw(false))
 	dm.AddFieldMappingsAt(fieldSeq, seq)
 	dm.AddSubDocumentMapping("_all", mapping.NewDocumentDisabledMapping())
 
@@ -327,12 +321,6 @@ func bleveDoc(d Doc) map[string]any {
 	}
 	if s := normKeyword(d.Speaker); s != "" {
 		m[fieldSpeaker] = s
-	}
-	if r := normKeyword(d.Role); r != "" {
-		m[fieldRole] = r
-	}
-	if len(d.Tags) > 0 {
-		m[fieldTags] = d.Tags
 	}
 	return m
 }

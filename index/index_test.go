@@ -28,12 +28,12 @@ func day(s string) time.Time {
 // corpus is the small fixture most tests search.
 func corpus() []Doc {
 	return []Doc{
-		{ID: "c1/t1", Conversation: "c1", Kind: "turn", Text: "The quick brown fox jumps over the lazy dog", Speaker: "Alice", Role: "user", Tags: []string{"animals"}, Seq: 1},
-		{ID: "c1/t2", Conversation: "c1", Kind: "turn", Text: "Alice's cat sleeps on the warm windowsill all afternoon", Speaker: "Bob", Role: "assistant", Seq: 2},
+		{ID: "c1/t1", Conversation: "c1", Kind: "turn", Text: "The quick brown fox jumps over the lazy dog", Speaker: "Alice", Seq: 1},
+		{ID: "c1/t2", Conversation: "c1", Kind: "turn", Text: "Alice's cat sleeps on the warm windowsill all afternoon", Speaker: "Bob", Seq: 2},
 		{ID: "c1/s1", Conversation: "c1", Kind: "segment", Text: "Summary: a discussion of foxes, dogs and cats"},
-		{ID: "c2/t1", Conversation: "c2", Kind: "turn", Text: "The brown fox is quick and clever", Speaker: "alice", Role: "user", Seq: 1},
-		{ID: "c2/t2", Conversation: "c2", Kind: "turn", Text: "Deploy the database migration on Friday", Speaker: "Carol", Role: "user", Seq: 2},
-		{ID: "c2/g1", Conversation: "c2", Kind: "tag", Text: "Tag summary: database deployments and migrations", Tags: []string{"database", "deploy"}},
+		{ID: "c2/t1", Conversation: "c2", Kind: "turn", Text: "The brown fox is quick and clever", Speaker: "alice", Seq: 1},
+		{ID: "c2/t2", Conversation: "c2", Kind: "turn", Text: "Deploy the database migration on Friday", Speaker: "Carol", Seq: 2},
+		{ID: "c2/g1", Conversation: "c2", Kind: "tag", Text: "Tag summary: database deployments and migrations"},
 	}
 }
 

@@ -240,7 +240,7 @@ func (ix *Index) bm25Stats() (*bsearch.BM25Stats, error) {
 	}
 	card := int(n) * bm25AvgFieldLength
 	fields := map[string]int{}
-	for _, f := range []string{fieldText, fieldConversation, fieldKind, fieldSpeaker, fieldRole, fieldTags, fieldSeq} {
+	for _, f := range []string{fieldText, fieldConversation, fieldKind, fieldSpeaker, fieldSeq} {
 		fields[f] = card
 	}
 	return &bsearch.BM25Stats{DocCount: float64(n), FieldCardinality: fields}, nil

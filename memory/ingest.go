@@ -462,7 +462,7 @@ func (s *Store) indexTurns(ctx context.Context, c *conv, first, last int) error 
 			}
 			docs = append(docs, index.Doc{
 				ID: turnDocID(c.id, seq), Conversation: c.id, Kind: "turn", Text: rec.Content,
-				Speaker: t.Name, Role: t.Role, Tags: t.Tags, Seq: int64(seq),
+				Speaker: t.Name, Seq: int64(seq),
 			})
 		}
 		if len(docs) > 0 {

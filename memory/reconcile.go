@@ -27,7 +27,7 @@ func (s *Store) turnDoc(c *conv, seq int) (index.Doc, bool, error) {
 	}
 	return index.Doc{
 		ID: turnDocID(c.id, seq), Conversation: c.id, Kind: "turn", Text: rec.Content,
-		Speaker: t.Name, Role: t.Role, Tags: t.Tags, Seq: int64(seq),
+		Speaker: t.Name, Seq: int64(seq),
 	}, true, nil
 }
 
