@@ -5,7 +5,8 @@
 // (Layer 0, fsync'd before Ingest returns). A bbolt file holds the index
 // over the logs (turn id -> byte range, tags, time) and everything derived:
 // segments and their summaries (Layer 1), tag summaries (Layer 2), the
-// working set. A Bleve index holds the full text. The master logs are the
+// working set. A Bleve index makes the turns' text searchable (it does not
+// keep a copy: excerpts are cut from the log). The master logs are the
 // source of truth: Rebuild recreates the bbolt file and the index from them.
 //
 // What the store decided about the logs (a tagger's tags for each turn,
