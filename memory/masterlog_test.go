@@ -2,11 +2,13 @@ package memory
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -182,5 +184,29 @@ func TestVersion2LogStillReads(t *testing.T) {
 	data, _ := os.ReadFile(path)
 	if !bytes.HasPrefix(data, old.Bytes()) || !bytes.Contains(data[old.Len():], []byte(`{"v":3,"seq":7,`)) || bytes.Contains(data[old.Len():], []byte(`"hash"`)) {
 		t.Fatalf("version 2 bytes changed or the new record is not version 3 without its hash:\n%s", data[old.Len():])
+	}
+}
+
+// messageHash is "<len>:<part>|" over the parts, as it was written with
+// fmt: stored hashes (resends, tombstones, decisions) keep matching.
+func TestMessageHashParts(t *testing.T) {
+	for i, in := range []turnInput{
+		{Role: "user", Text: "  hi  "},
+		{Role: "assistant", Name: "Ana", Text: "ünïcode ✓", Raw: json.RawMessage(`[{"type":"text"}]`), ToolCalls: json.RawMessage(`[1]`), ToolCallID: "c1", HasTime: true, Timestamp: t0.Add(1500 * time.Millisecond)},
+		{Role: "tool", ToolCallID: "x", HasTime: true, Timestamp: time.Date(2024, 1, 2, 3, 4, 5, 0, time.FixedZone("", 3600))},
+	} {
+		h := sha256.New()
+		ts := ""
+		if in.HasTime {
+			ts = in.Timestamp.Format(time.RFC3339Nano)
+		}
+		for _, part := range []string{in.Role, in.Name, strings.TrimSpace(in.Text), string(in.Raw), string(in.ToolCalls), in.ToolCallID, ts} {
+			fmt.Fprintf(h, "%d:%s|", len(part), part)
+		}
+		var want [32]byte
+		copy(want[:], h.Sum(nil))
+		if got := messageHash(in); got != want {
+			t.Errorf("case %d: hash %x, want %x", i, got, want)
+		}
 	}
 }
