@@ -71,6 +71,7 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 	if err != nil {
 		return res, err
 	}
+	replayable := s.replayable(ctx, rollups, inputs)
 
 	// Commit.
 	c.mu.Lock()
@@ -85,7 +86,7 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 	for _, r := range rollups {
 		// An extractive rollup is recorded by reference when replay can
 		// make it again from the same inputs (rollupref.go).
-		if ref, ok := s.rollupReference(ctx, r, prevs[r.Tag], c.tagSums[r.Tag], inputs[r.Tag]); ok {
+		if ref, ok := rollupReference(r, prevs[r.Tag], c.tagSums[r.Tag], replayable[r.Tag]); ok {
 			dec.TagRefs = append(dec.TagRefs, ref)
 		} else {
 			dec.TagSums = append(dec.TagSums, *r)

@@ -52,27 +52,38 @@ func rollupDigest(summary, description string) string {
 	return hex.EncodeToString(h[:8])
 }
 
-// rollupReference returns the reference that records rollup r, made from
-// in, and true when r is extractive, replay would make it identically, and
-// the previous rollup it continued (prev, nil for none) is still the
-// topic's current one (now). Otherwise r is recorded in full. c.mu is held.
-func (s *Store) rollupReference(ctx context.Context, r, prev, now *tagSummaryRec, in rollupInput) (rollupRef, bool) {
+// replayable reports, per topic, whether replay would make the extractive
+// rollups of rollups identically from inputs: always when they were made
+// by the replay summariser itself, and otherwise (a model's extractive
+// fallback, an extractive summariser configured differently) when it
+// makes the same text. No lock is held.
+func (s *Store) replayable(ctx context.Context, rollups []*tagSummaryRec, inputs map[string]rollupInput) map[string]bool {
+	out := make(map[string]bool, len(rollups))
+	for _, r := range rollups {
+		if r.Method != summarize.Method || r.Version != summarize.Version {
+			continue
+		}
+		if s.sum == Summarizer(s.ext) {
+			out[r.Tag] = true
+			continue
+		}
+		again, err := s.rollupWith(ctx, s.ext, "", r.Tag, inputs[r.Tag])
+		out[r.Tag] = err == nil && again.Summary == r.Summary && again.Description == r.Description
+	}
+	return out
+}
+
+// rollupReference returns the reference that records rollup r and true
+// when replay would make r identically (replayable) and the previous
+// rollup it continued (prev, nil for none) is still the topic's current
+// one (now). Otherwise r is recorded in full. c.mu is held.
+func rollupReference(r, prev, now *tagSummaryRec, replayable bool) (rollupRef, bool) {
 	base := 0
 	if prev != nil {
 		base = len(prev.Segments)
 	}
-	if r.Method != summarize.Method || r.Version != summarize.Version || prev != now ||
-		base > len(r.Segments) || prev != nil && !slices.Equal(prev.Segments, r.Segments[:base]) {
+	if !replayable || prev != now || base > len(r.Segments) || prev != nil && !slices.Equal(prev.Segments, r.Segments[:base]) {
 		return rollupRef{}, false
-	}
-	if s.sum != Summarizer(s.ext) {
-		// Another summariser (a model's extractive fallback, or one
-		// configured differently) made it: by reference only if the
-		// replay summariser agrees.
-		again, err := s.rollupWith(ctx, s.ext, "", r.Tag, in)
-		if err != nil || again.Summary != r.Summary || again.Description != r.Description {
-			return rollupRef{}, false
-		}
 	}
 	return rollupRef{Tag: r.Tag, Prev: prev != nil, Add: slices.Clone(r.Segments[base:]), Version: r.Version,
 		At: r.UpdatedAt, Sum: rollupDigest(r.Summary, r.Description)}, true
