@@ -9,9 +9,15 @@
 //
 // Doc.Text is analysed with Bleve's English analyzer (Unicode word
 // segmentation, possessive 's stripped, lowercase, stop words removed,
-// Porter stemming); Analyze exposes the same pipeline. Conversation, Kind,
-// Speaker, Role and Tags are keywords matched exactly (Speaker and Role are
-// lowercased on both sides). Time is a datetime; Seq is stored only.
+// Porter stemming); Analyze exposes the same pipeline. Conversation, Kind
+// and Speaker are keywords matched exactly (Speaker lowercased on both
+// sides); nothing else is indexed that no query filters on (no role, no
+// tags). Seq is stored only. No time is indexed (a
+// datetime costs 16 prefix terms a document); Query.IDs filters by document
+// instead, for a caller that knows which documents fall in a time range. The
+// text itself is not stored (the caller holds it, a turn's in its master
+// log): a highlighted search returns the matches' byte spans, and
+// Fragments cuts excerpts from the caller's copy of the text.
 //
 // # Queries
 //
@@ -23,8 +29,8 @@
 // (boost x idf x query norm) and multiplies an OR by the share of its
 // clauses that matched, so documents matching more query terms rank
 // higher than plain BM25 would put them; scores are for ranking only.
-// Conversation, kind, speaker and time filters select documents without
-// changing scores. Equal scores are ordered by ID, so two indexes built
+// Conversation, kind, speaker and document-id filters select documents
+// without changing scores. Equal scores are ordered by ID, so two indexes built
 // from the same documents answer alike.
 //
 // # Writes and durability

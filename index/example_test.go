@@ -6,7 +6,6 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/vc-mcp/vc-mcp/index"
 )
@@ -25,16 +24,20 @@ func ExampleIndex_Search() {
 	defer ix.Close()
 
 	ctx := context.Background()
-	at := time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
-	err = ix.Add(ctx, []index.Doc{
-		{ID: "trip/t1", Conversation: "trip", Kind: "turn", Speaker: "user", Seq: 1, Time: at,
+	docs := []index.Doc{
+		{ID: "trip/t1", Conversation: "trip", Kind: "turn", Speaker: "user", Seq: 1,
 			Text: "We should book the flights to Lisbon before prices go up."},
-		{ID: "trip/t2", Conversation: "trip", Kind: "turn", Speaker: "assistant", Seq: 2, Time: at.Add(time.Minute),
+		{ID: "trip/t2", Conversation: "trip", Kind: "turn", Speaker: "assistant", Seq: 2,
 			Text: "Flight prices to Lisbon usually rise in May."},
-		{ID: "work/t1", Conversation: "work", Kind: "turn", Speaker: "user", Seq: 1, Time: at,
+		{ID: "work/t1", Conversation: "work", Kind: "turn", Speaker: "user", Seq: 1,
 			Text: "The Lisbon office booked the meeting room."},
-	})
-	if err != nil {
+	}
+	// The index keeps no text: the caller's copy gives the excerpts.
+	texts := map[string]string{}
+	for _, d := range docs {
+		texts[d.ID] = d.Text
+	}
+	if err = ix.Add(ctx, docs); err != nil {
 		log.Fatal(err)
 	}
 
@@ -47,7 +50,7 @@ func ExampleIndex_Search() {
 		log.Fatal(err)
 	}
 	for _, h := range hits {
-		fmt.Println(h.ID, h.Seq, h.Fragments)
+		fmt.Println(h.ID, h.Seq, index.Fragments(texts[h.ID], h.Matches))
 	}
 	fmt.Println(index.Analyze("when did we book flights to Lisbon?"))
 	// Output:

@@ -6,8 +6,9 @@ import (
 	"unicode/utf8"
 )
 
-// Highlighting: fragments are cut from the stored text around matched
-// byte spans.
+// Highlighting: fragments are cut from the caller's copy of a document's
+// text around the byte spans a search matched (Hit.Matches). The index
+// does not store the text.
 const (
 	fragmentSize  = 200 // target bytes per fragment, marks excluded
 	fragmentLead  = 60  // bytes of context kept before the first match
@@ -17,6 +18,21 @@ const (
 )
 
 type span struct{ start, end int }
+
+// Span is a byte range [Start, End) of a document's text.
+type Span struct{ Start, End int }
+
+// Fragments returns up to three excerpts of text, the text the document
+// was indexed with, around matches (Hit.Matches), in text order and with
+// each match wrapped in **. Matches that do not fit text are ignored, so
+// text that changed since it was indexed gives fewer marks, never a panic.
+func Fragments(text string, matches []Span) []string {
+	spans := make([]span, len(matches))
+	for i, m := range matches {
+		spans[i] = span{m.Start, m.End}
+	}
+	return fragments(strings.ToValidUTF8(text, "\uFFFD"), spans)
+}
 
 // fragments returns up to maxFragments excerpts of text, in text order,
 // chosen by how many matches they hold, with each match wrapped in

@@ -11,7 +11,12 @@ func TestSearchHighlight(t *testing.T) {
 	long := strings.Repeat("Filler words about nothing in particular go here. ", 10) +
 		"Then the deployment of the payments service failed at noon. " +
 		strings.Repeat("More filler text follows without anything useful. ", 10)
-	ix := openTemp(t, append(corpus(), Doc{ID: "long", Conversation: "c9", Kind: "turn", Text: long}))
+	docs := append(corpus(), Doc{ID: "long", Conversation: "c9", Kind: "turn", Text: long})
+	texts := map[string]string{}
+	for _, d := range docs {
+		texts[d.ID] = d.Text
+	}
+	ix := openTemp(t, docs)
 	tests := []struct {
 		name string
 		q    Query
@@ -35,7 +40,13 @@ func TestSearchHighlight(t *testing.T) {
 			if len(hits) == 0 {
 				t.Fatal("got no hits")
 			}
-			if got := hits[0].Fragments; !slices.Equal(got, tt.want) {
+			var got []string
+			if tt.q.Highlight {
+				got = Fragments(texts[hits[0].ID], hits[0].Matches)
+			} else if len(hits[0].Matches) > 0 {
+				t.Errorf("got matches %v without Highlight", hits[0].Matches)
+			}
+			if !slices.Equal(got, tt.want) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})

@@ -16,7 +16,6 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
-	"github.com/blevesearch/bleve/v2/search/query"
 	bleveindex "github.com/blevesearch/bleve_index_api"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
@@ -28,6 +27,11 @@ var (
 	// version, or were not closed cleanly (so recent changes may be
 	// missing). The caller deletes the directory and rebuilds from its log.
 	ErrCorrupt = errors.New("index: corrupt or unreadable")
+	// ErrOutdated means the index was written with another schema (an
+	// older or newer vc-mcp): it is intact but must be rebuilt. It comes
+	// wrapped together with ErrCorrupt, so callers that rebuild on
+	// ErrCorrupt rebuild it too.
+	ErrOutdated = errors.New("index: written with another schema")
 	// ErrLocked means another process holds the index open. Do not delete it.
 	ErrLocked = errors.New("index: locked by another process")
 	// ErrClosed is returned by every method called after Close.
@@ -38,7 +42,7 @@ var (
 
 // schemaVersion changes whenever the mapping below changes; an index with
 // another version is reported as ErrCorrupt so that callers rebuild it.
-const schemaVersion = "vc-mcp-index-1"
+const schemaVersion = "vc-mcp-index-2"
 
 // Internal (non-document) keys. stateKey is "open" while an Index is in
 // use and "closed" after a clean Close: an index found "open" was not
@@ -57,9 +61,6 @@ const (
 	fieldConversation = "conversation"
 	fieldKind         = "kind"
 	fieldSpeaker      = "speaker"
-	fieldRole         = "role"
-	fieldTags         = "tags"
-	fieldTime         = "time"
 	fieldSeq          = "seq"
 )
 
@@ -76,15 +77,12 @@ const (
 
 // Doc is one searchable unit: a turn, a segment summary or a tag summary.
 type Doc struct {
-	ID           string    // unique; the caller chooses it, e.g. "conv/t000123"
-	Conversation string    // conversation id, matched exactly
-	Kind         string    // "turn" | "segment" | "tag", matched exactly
-	Text         string    // analysed English full text
-	Speaker      string    // matched exactly but case-insensitively
-	Role         string    // matched exactly but case-insensitively
-	Tags         []string  // keywords, matched exactly
-	Time         time.Time // zero means unknown; such docs never match a time filter
-	Seq          int64     // turn sequence number, 0 for summaries
+	ID           string // unique; the caller chooses it, e.g. "conv/t000123"
+	Conversation string // conversation id, matched exactly
+	Kind         string // "turn" | "segment" | "tag", matched exactly
+	Text         string // analysed English full text
+	Speaker      string // matched exactly but case-insensitively
+	Seq          int64  // turn sequence number, 0 for summaries
 }
 
 // Options tunes an Index. A nil *Options means defaults.
@@ -257,7 +255,7 @@ func checkAndMarkOpen(bi bleve.Index) error {
 		return err
 	}
 	if string(v) != schemaVersion {
-		return fmt.Errorf("schema version %q, want %q", v, schemaVersion)
+		return fmt.Errorf("%w: schema version %q, want %q", ErrOutdated, v, schemaVersion)
 	}
 	if v, err = bi.GetInternal(stateKey); err != nil {
 		return err
@@ -275,7 +273,9 @@ func checkAndMarkOpen(bi bleve.Index) error {
 func newMapping() *mapping.IndexMappingImpl {
 	text := mapping.NewTextFieldMapping()
 	text.Analyzer = en.AnalyzerName
-	text.Store = true              // for highlighting
+	// The text is not stored: the caller holds it (a turn's is in its
+	// master log), and Hit.Matches are byte offsets into it for Fragments.
+	text.Store = false
 	text.IncludeTermVectors = true // positions: phrases and highlight offsets
 	text.IncludeInAll = false
 	text.DocValues = false
@@ -290,11 +290,6 @@ func newMapping() *mapping.IndexMappingImpl {
 		return f
 	}
 
-	tm := mapping.NewDateTimeFieldMapping()
-	tm.Store = false
-	tm.IncludeInAll = false
-	tm.DocValues = false
-
 	seq := mapping.NewNumericFieldMapping()
 	seq.Index = false
 	seq.Store = true
@@ -306,9 +301,6 @@ func newMapping() *mapping.IndexMappingImpl {
 	dm.AddFieldMappingsAt(fieldConversation, kw(true))
 	dm.AddFieldMappingsAt(fieldKind, kw(true))
 	dm.AddFieldMappingsAt(fieldSpeaker, kw(false))
-	dm.AddFieldMappingsAt(fieldRole, kw(false))
-	dm.AddFieldMappingsAt(fieldTags, kw(false))
-	dm.AddFieldMappingsAt(fieldTime, tm)
 	dm.AddFieldMappingsAt(fieldSeq, seq)
 	dm.AddSubDocumentMapping("_all", mapping.NewDocumentDisabledMapping())
 
@@ -335,29 +327,10 @@ func bleveDoc(d Doc) map[string]any {
 	if s := normKeyword(d.Speaker); s != "" {
 		m[fieldSpeaker] = s
 	}
-	if r := normKeyword(d.Role); r != "" {
-		m[fieldRole] = r
-	}
-	if len(d.Tags) > 0 {
-		m[fieldTags] = d.Tags
-	}
-	if !d.Time.IsZero() && timeInRange(d.Time) {
-		m[fieldTime] = d.Time
-	}
 	return m
 }
 
 func normKeyword(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
-
-// Bleve stores datetimes as int64 nanoseconds since the epoch and its
-// range queries accept a slightly narrower span; times outside it are
-// treated as unknown.
-var (
-	minTime = query.MinRFC3339CompatibleTime
-	maxTime = query.MaxRFC3339CompatibleTime
-)
-
-func timeInRange(t time.Time) bool { return !t.Before(minTime) && !t.After(maxTime) }
 
 // ownerOnly makes the index readable by its owner only: bleve writes
 // index_meta.json 0644 (its segments are already 0600). The index holds

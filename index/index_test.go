@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/mapping"
 )
 
@@ -28,12 +29,12 @@ func day(s string) time.Time {
 // corpus is the small fixture most tests search.
 func corpus() []Doc {
 	return []Doc{
-		{ID: "c1/t1", Conversation: "c1", Kind: "turn", Text: "The quick brown fox jumps over the lazy dog", Speaker: "Alice", Role: "user", Tags: []string{"animals"}, Time: day("2024-01-01"), Seq: 1},
-		{ID: "c1/t2", Conversation: "c1", Kind: "turn", Text: "Alice's cat sleeps on the warm windowsill all afternoon", Speaker: "Bob", Role: "assistant", Time: day("2024-01-02"), Seq: 2},
-		{ID: "c1/s1", Conversation: "c1", Kind: "segment", Text: "Summary: a discussion of foxes, dogs and cats", Time: day("2024-01-03")},
-		{ID: "c2/t1", Conversation: "c2", Kind: "turn", Text: "The brown fox is quick and clever", Speaker: "alice", Role: "user", Time: day("2024-02-01"), Seq: 1},
-		{ID: "c2/t2", Conversation: "c2", Kind: "turn", Text: "Deploy the database migration on Friday", Speaker: "Carol", Role: "user", Time: day("2024-02-02"), Seq: 2},
-		{ID: "c2/g1", Conversation: "c2", Kind: "tag", Text: "Tag summary: database deployments and migrations", Tags: []string{"database", "deploy"}},
+		{ID: "c1/t1", Conversation: "c1", Kind: "turn", Text: "The quick brown fox jumps over the lazy dog", Speaker: "Alice", Seq: 1},
+		{ID: "c1/t2", Conversation: "c1", Kind: "turn", Text: "Alice's cat sleeps on the warm windowsill all afternoon", Speaker: "Bob", Seq: 2},
+		{ID: "c1/s1", Conversation: "c1", Kind: "segment", Text: "Summary: a discussion of foxes, dogs and cats"},
+		{ID: "c2/t1", Conversation: "c2", Kind: "turn", Text: "The brown fox is quick and clever", Speaker: "alice", Seq: 1},
+		{ID: "c2/t2", Conversation: "c2", Kind: "turn", Text: "Deploy the database migration on Friday", Speaker: "Carol", Seq: 2},
+		{ID: "c2/g1", Conversation: "c2", Kind: "tag", Text: "Tag summary: database deployments and migrations"},
 	}
 }
 
@@ -100,13 +101,10 @@ func TestSearchFilters(t *testing.T) {
 		{"speaker with spaces", Query{Text: "fox", Speaker: " alice "}, []string{"c1/t1", "c2/t1"}},
 		{"speaker other", Query{Text: "fox", Speaker: "bob"}, nil},
 		{"speaker and conversation", Query{Text: "fox", Speaker: "alice", Conversations: []string{"c2"}}, []string{"c2/t1"}},
-		{"since", Query{Text: "fox", Since: day("2024-01-15")}, []string{"c2/t1"}},
-		{"until", Query{Text: "fox", Until: day("2024-01-02")}, []string{"c1/t1"}},
-		{"since and until inclusive", Query{Text: "fox", Since: day("2024-01-01"), Until: day("2024-01-03")}, []string{"c1/s1", "c1/t1"}},
-		{"since after until", Query{Text: "fox", Since: day("2024-03-01"), Until: day("2024-01-01")}, nil},
-		{"docs without time fail a time filter", Query{Text: "database", Since: day("2000-01-01")}, []string{"c2/t2"}},
-		{"extreme bounds", Query{Text: "database", Since: time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC), Until: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}, []string{"c2/t2"}},
-		{"all filters", Query{Text: "fox cat", Conversations: []string{"c1"}, Kinds: []string{"turn"}, Speaker: "bob", Since: day("2024-01-02"), Until: day("2024-01-02")}, []string{"c1/t2"}},
+		{"ids", Query{Text: "fox", IDs: []string{"c2/t1", "c1/s1"}}, []string{"c1/s1", "c2/t1"}},
+		{"ids empty admits none", Query{Text: "fox", IDs: []string{}}, nil},
+		{"ids unknown", Query{Text: "fox", IDs: []string{"nope"}}, nil},
+		{"all filters", Query{Text: "fox cat", Conversations: []string{"c1"}, Kinds: []string{"turn"}, Speaker: "bob", IDs: []string{"c1/t2", "c2/t1"}}, []string{"c1/t2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -694,10 +692,10 @@ func TestFiltersKeepScores(t *testing.T) {
 		{"one conversation", Query{Text: "fox cat database dog"}, func(q *Query) { q.Conversations = []string{"c1"} }},
 		{"kinds", Query{Text: "fox cat database dog"}, func(q *Query) { q.Kinds = []string{"turn", "segment", "tag"} }},
 		{"speaker", Query{Text: "fox cat database dog"}, func(q *Query) { q.Speaker = "alice" }},
-		{"time", Query{Text: "fox cat database dog"}, func(q *Query) { q.Since, q.Until = day("2023-01-01"), day("2025-01-01") }},
+		{"ids", Query{Text: "fox cat database dog"}, func(q *Query) { q.IDs = []string{"c1/t1", "c1/t2", "c1/s1", "c2/t1", "c2/t2", "c2/g1"} }},
 		{"all with phrase", Query{Text: "fox cat dog", Phrases: []string{"brown fox"}}, func(q *Query) {
 			q.Conversations, q.Kinds, q.Speaker = []string{"c1"}, []string{"turn"}, "Alice"
-			q.Since = day("2023-01-01")
+			q.IDs = []string{"c1/t1", "c1/t2"}
 		}},
 		{"required phrase", Query{Text: "fox dog", Phrases: []string{"brown fox"}, RequirePhrases: true}, func(q *Query) { q.Conversations = []string{"c1", "c2"} }},
 	}
@@ -728,5 +726,35 @@ func TestSearchCancelled(t *testing.T) {
 	cancel()
 	if _, err := ix.Search(ctx, Query{Text: "fox"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("got error %v, want context.Canceled", err)
+	}
+}
+
+// TestOtherSchemaIsOutdated: an index written with another schema opens
+// as ErrOutdated (a rebuild, not damage) and still as ErrCorrupt, which is
+// what makes callers rebuild.
+func TestOtherSchemaIsOutdated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ix")
+	ix, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bi, err := bleve.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bi.NewBatch()
+	b.SetInternal(schemaKey, []byte("vc-mcp-index-1"))
+	if err := persist(bi, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := bi.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(path, nil)
+	if !errors.Is(err, ErrOutdated) || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open of a schema-1 index: %v, want ErrOutdated and ErrCorrupt", err)
 	}
 }

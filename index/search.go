@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	bsearch "github.com/blevesearch/bleve/v2/search"
@@ -28,15 +27,20 @@ const (
 // without searchable terms (empty, stop words) are ignored, as are terms
 // beyond the 256th and phrases beyond the 32nd.
 type Query struct {
-	Text           string    // terms are OR'ed and BM25-ranked
-	Phrases        []string  // exact phrases; each match adds to the score
-	RequirePhrases bool      // every non-empty phrase must match
-	Conversations  []string  // empty = all conversations
-	Kinds          []string  // empty = all kinds
-	Speaker        string    // optional, case-insensitive exact match
-	Since, Until   time.Time // optional inclusive range; zero = open
-	Limit          int       // <= 0 means DefaultLimit; capped at MaxLimit
-	Highlight      bool      // fill Hit.Fragments, matches marked **term**
+	Text           string   // terms are OR'ed and BM25-ranked
+	Phrases        []string // exact phrases; each match adds to the score
+	RequirePhrases bool     // every non-empty phrase must match
+	Conversations  []string // empty = all conversations
+	Kinds          []string // empty = all kinds
+	Speaker        string   // optional, case-insensitive exact match
+	// IDs, when not nil, admits only these documents (an empty list
+	// admits none). The index holds no times: a caller filtering by time
+	// names the documents in its range (timestamps are indexed as 16
+	// prefix terms each, a third of a conversation index's size, for a
+	// filter that only find_quote's since/until uses).
+	IDs       []string
+	Limit     int  // <= 0 means DefaultLimit; capped at MaxLimit
+	Highlight bool // fill Hit.Matches (see Fragments)
 	// IDsOnly leaves Conversation, Kind and Seq empty: no stored field is
 	// read, which is a good part of a search's cost. For a caller that
 	// knows its own ID scheme.
@@ -50,7 +54,11 @@ type Hit struct {
 	Kind         string
 	Seq          int64
 	Score        float64
-	Fragments    []string // only with Query.Highlight
+	// Matches are the byte spans of the matched terms in the document's
+	// text, in no particular order; only with Query.Highlight. The index
+	// does not store the text: Fragments(text, h.Matches) cuts excerpts
+	// from the caller's copy.
+	Matches []Span
 }
 
 // Search runs q. A query with no searchable terms and no phrases (empty or
@@ -66,7 +74,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		return nil, fmt.Errorf("index: search: %w", err)
 	}
 	bq, ok := buildQuery(q)
-	if !ok {
+	if !ok || q.IDs != nil && len(q.IDs) == 0 {
 		return nil, nil
 	}
 	if err := ix.sync(); err != nil {
@@ -82,7 +90,6 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		req.Fields = []string{fieldConversation, fieldKind, fieldSeq}
 	}
 	if q.Highlight {
-		req.Fields = append(req.Fields, fieldText)
 		req.IncludeLocations = true
 	}
 	stats, err := ix.bm25Stats()
@@ -107,13 +114,11 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 			h.Seq = int64(f)
 		}
 		if q.Highlight {
-			var spans []span
 			for _, locs := range dm.Locations[fieldText] {
 				for _, l := range locs {
-					spans = append(spans, span{int(l.Start), int(l.End)})
+					h.Matches = append(h.Matches, Span{Start: int(l.Start), End: int(l.End)})
 				}
 			}
-			h.Fragments = fragments(stringField(dm.Fields[fieldText]), spans)
 		}
 		hits = append(hits, h)
 	}
@@ -185,13 +190,10 @@ func filterQueries(q Query) []query.Query {
 	if s := normKeyword(q.Speaker); s != "" {
 		fs = append(fs, anyTerm(fieldSpeaker, []string{s}, true))
 	}
-	if !q.Since.IsZero() || !q.Until.IsZero() {
-		start, end := timeBounds(q.Since, q.Until)
-		incl := true
-		r := query.NewDateRangeInclusiveQuery(start, end, &incl, &incl)
-		r.SetField(fieldTime)
-		r.SetBoost(0)
-		fs = append(fs, r)
+	if q.IDs != nil {
+		d := query.NewDocIDQuery(q.IDs)
+		d.SetBoost(0)
+		fs = append(fs, d)
 	}
 	return fs
 }
@@ -219,29 +221,6 @@ func anyTerm(field string, values []string, normalized bool) query.Query {
 	return d
 }
 
-// timeBounds pulls since and until into the range Bleve can represent,
-// where zero means an open end. At least one end stays set so that
-// documents without a time never pass a time filter.
-func timeBounds(since, until time.Time) (start, end time.Time) {
-	start, end = since, until
-	switch {
-	case start.Before(minTime):
-		start = time.Time{}
-	case start.After(maxTime):
-		start = maxTime
-	}
-	switch {
-	case end.After(maxTime):
-		end = time.Time{}
-	case !end.IsZero() && end.Before(minTime):
-		end = minTime
-	}
-	if start.IsZero() && end.IsZero() {
-		start = minTime
-	}
-	return start, end
-}
-
 // bm25AvgFieldLength is the average field length BM25 normalises by.
 //
 // Bleve estimates it as the sum over index segments of each segment's
@@ -261,7 +240,7 @@ func (ix *Index) bm25Stats() (*bsearch.BM25Stats, error) {
 	}
 	card := int(n) * bm25AvgFieldLength
 	fields := map[string]int{}
-	for _, f := range []string{fieldText, fieldConversation, fieldKind, fieldSpeaker, fieldRole, fieldTags, fieldTime, fieldSeq} {
+	for _, f := range []string{fieldText, fieldConversation, fieldKind, fieldSpeaker, fieldSeq} {
 		fields[f] = card
 	}
 	return &bsearch.BM25Stats{DocCount: float64(n), FieldCardinality: fields}, nil

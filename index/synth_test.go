@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"time"
 )
 
 // Deterministic synthetic conversation turns: short English sentences
@@ -21,7 +20,6 @@ var (
 // synthDocs returns n turns spread over 10 conversations.
 func synthDocs(n int, seed uint64) []Doc {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	docs := make([]Doc, n)
 	for i := range docs {
 		conv := fmt.Sprintf("c%d", i%10)
@@ -38,8 +36,6 @@ func synthDocs(n int, seed uint64) []Doc {
 			Kind:         "turn",
 			Text:         strings.TrimSpace(strings.Join(s, " ")) + ".",
 			Speaker:      synthSpeakers[i%2],
-			Role:         synthSpeakers[i%2],
-			Time:         base.Add(time.Duration(i) * time.Minute),
 			Seq:          int64(i/10 + 1),
 		}
 	}

@@ -9,7 +9,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/vc-mcp/vc-mcp/index"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
 	bolt "go.etcd.io/bbolt"
@@ -62,12 +61,17 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 	}
 	touched := c.rollupTags(fresh)
 	inputs := c.incrementalRollups(touched, fresh)
+	prevs := make(map[string]*tagSummaryRec, len(touched))
+	for _, t := range touched {
+		prevs[t] = c.tagSums[t]
+	}
 	c.mu.RUnlock()
 	total += len(touched)
 	rollups, err := s.rollup(ctx, c.id, touched, inputs, step)
 	if err != nil {
 		return res, err
 	}
+	replayable := s.replayable(ctx, rollups, inputs)
 
 	// Commit.
 	c.mu.Lock()
@@ -75,12 +79,18 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 	meta := c.meta
 	meta.CompactedThrough = through
 	freedFull, summaryTokens := 0, 0
-	dec := decision{Kind: decCompact, Through: through, Segments: make([]segmentRec, len(plans)), TagSums: make([]tagSummaryRec, len(rollups))}
+	dec := decision{Kind: decCompact, Through: through, Segments: make([]segmentRec, len(plans))}
 	for i := range plans {
 		dec.Segments[i] = plans[i].rec
 	}
-	for i, r := range rollups {
-		dec.TagSums[i] = *r
+	for _, r := range rollups {
+		// An extractive rollup is recorded by reference when replay can
+		// make it again from the same inputs (rollupref.go).
+		if ref, ok := rollupReference(r, prevs[r.Tag], c.tagSums[r.Tag], replayable[r.Tag]); ok {
+			dec.TagRefs = append(dec.TagRefs, ref)
+		} else {
+			dec.TagSums = append(dec.TagSums, *r)
+		}
 	}
 	if meta.DecisionsSize, err = s.recordDecision(c, dec); err != nil {
 		return res, err
@@ -94,13 +104,13 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 		sb, tb, rb := b.Bucket(bucketSegments), b.Bucket(bucketTurns), b.Bucket(bucketTagSums)
 		for i := range plans {
 			r := &plans[i].rec
-			if err := putJSON(sb, seqKey(r.ID), r); err != nil {
+			if err := putSegment(sb, r); err != nil {
 				return err
 			}
 			for seq := r.First; seq <= r.Last; seq++ {
 				t := *c.turn(seq)
 				t.Segment = r.ID
-				if err := putJSON(tb, seqKey(seq), t); err != nil {
+				if err := putTurn(tb, &t); err != nil {
 					return err
 				}
 			}
@@ -129,15 +139,13 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 	for _, r := range rollups {
 		c.tagSums[r.Tag] = r
 	}
-	docs := summaryDocs(c.id, fresh, rollups)
 	c.active = 0
 	for seq := through + 1; seq <= len(c.turns); seq++ {
 		c.active += c.turns[seq-1].Tokens
 	}
-	if err := s.ix.Add(ctx, docs); err != nil {
-		s.log.Warn("indexing summaries failed; the reconciler retries", "conversation", c.id, "err", err)
-		s.kickReconciler()
-	} else if c.meta.SummariesIndexed == c.meta.SummaryGen-1 {
+	// Summaries are not in the full-text index: both searches (recall's
+	// lexical signal, find_quote) look for turns only.
+	if c.meta.SummariesIndexed == c.meta.SummaryGen-1 {
 		c.meta.SummariesIndexed = c.meta.SummaryGen
 	}
 	s.notifyCompacted(c, fresh, rollups)
@@ -246,15 +254,12 @@ func (s *Store) rollup(ctx context.Context, convID string, tags []string, inputs
 	for i, t := range tags {
 		in := inputs[t]
 		g.Go(func() error {
-			out, err := s.sum.Summarize(gctx, summarize.Input{ConversationID: convID, Kind: summarize.Tag, Tag: t, Segments: in.texts, MaxTokens: tagSummaryTokens})
+			r, err := s.rollupWith(gctx, s.sum, convID, t, in)
 			if err != nil {
-				return fmt.Errorf("summarise tag %s of %s: %w", t, convID, err)
+				return err
 			}
-			sum := s.tok.Truncate(out.Summary, tagSummaryTokens)
-			rollups[i] = &tagSummaryRec{
-				Tag: t, Summary: sum, Description: out.Description, Tokens: s.tok.Count(sum),
-				Segments: in.segments, Method: out.Method, Version: out.Version, UpdatedAt: s.now().UTC(),
-			}
+			r.UpdatedAt = s.now().UTC()
+			rollups[i] = r
 			step("summarised topic " + t)
 			return nil
 		})
@@ -265,21 +270,18 @@ func (s *Store) rollup(ctx context.Context, convID string, tags []string, inputs
 	return rollups, nil
 }
 
-// summaryDocs renders segments and rollups as index documents.
-func summaryDocs(convID string, segs []*segmentRec, rollups []*tagSummaryRec) []index.Doc {
-	var docs []index.Doc
-	for _, r := range segs {
-		if r.Summary == "" {
-			continue // emptied by forget: nothing to find
-		}
-		docs = append(docs, index.Doc{ID: segmentDocID(convID, r.ID), Conversation: convID, Kind: "segment",
-			Text: r.Summary, Tags: r.Tags, Time: r.Start})
+// rollupWith writes one tag's Layer 2 summary from its inputs with sum
+// (UpdatedAt left for the caller).
+func (s *Store) rollupWith(ctx context.Context, sum Summarizer, convID, tag string, in rollupInput) (*tagSummaryRec, error) {
+	out, err := sum.Summarize(ctx, summarize.Input{ConversationID: convID, Kind: summarize.Tag, Tag: tag, Segments: in.texts, MaxTokens: tagSummaryTokens})
+	if err != nil {
+		return nil, fmt.Errorf("summarise tag %s of %s: %w", tag, convID, err)
 	}
-	for _, r := range rollups {
-		docs = append(docs, index.Doc{ID: tagDocID(convID, r.Tag), Conversation: convID, Kind: "tag",
-			Text: r.Tag + ": " + r.Description + "\n" + r.Summary, Tags: []string{r.Tag}})
-	}
-	return docs
+	text := s.tok.Truncate(out.Summary, tagSummaryTokens)
+	return &tagSummaryRec{
+		Tag: tag, Summary: text, Description: out.Description, Tokens: s.tok.Count(text),
+		Segments: in.segments, Method: out.Method, Version: out.Version,
+	}, nil
 }
 
 // segmentSummaryTokens sizes a Layer 1 summary: about a quarter of the

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -74,6 +75,9 @@ type decision struct {
 	Through  int             `json:"through,omitempty"`
 	Segments []segmentRec    `json:"segments,omitempty"`
 	TagSums  []tagSummaryRec `json:"tag_summaries,omitempty"`
+	// decCompact: extractive rollups recorded by reference (rollupref.go),
+	// applied after TagSums (no tag is in both).
+	TagRefs []rollupRef `json:"tag_refs,omitempty"`
 
 	// decSplit
 	Split *splitRec `json:"split,omitempty"`
@@ -112,7 +116,8 @@ type forgotTurn struct {
 }
 
 // turnTags is the tagger's verdict on one stored turn. Hash ties it to the
-// master log record it was made for.
+// master log record it was made for: the first tagHashLen hex digits of
+// the record's hash (logs written before this hold all 64; both match).
 type turnTags struct {
 	Seq     int      `json:"seq"`
 	Hash    string   `json:"hash"`
@@ -127,6 +132,21 @@ type splitRec struct {
 	Count   int               `json:"count"`             // the tag's turns when offered
 	Turns   map[int][]string  `json:"turns,omitempty"`   // seq -> the turn's tags after the split
 	Aliases map[string]string `json:"aliases,omitempty"` // the conversation's aliases after the split
+}
+
+// tagHashLen is how many hex digits of a turn's hash a tags decision
+// records: 64 bits, enough to tell the record at one sequence number from
+// another message stored there, at a quarter of the bytes (the tags
+// decisions were a fifth of the decisions log).
+const tagHashLen = 16
+
+// shortHash is the prefix of a turn's hash that tags decisions record.
+func shortHash(h string) string { return h[:min(len(h), tagHashLen)] }
+
+// sameTurnHash reports whether recorded, a full hash or a prefix of at
+// least tagHashLen digits, names the record whose hash is full.
+func sameTurnHash(recorded, full string) bool {
+	return len(recorded) >= min(tagHashLen, len(full)) && strings.HasPrefix(full, recorded)
 }
 
 // decisionLog is one conversation's derived-decisions file.
@@ -392,7 +412,7 @@ func (r *decisionReplay) replayedTags(recs []logRecord) ([]turnTags, []int) {
 	var missing []int
 	for i, rec := range recs {
 		t, ok := r.tags[rec.Seq]
-		if !ok || t.Hash != rec.Hash {
+		if !ok || !sameTurnHash(t.Hash, rec.Hash) {
 			missing = append(missing, i)
 			continue
 		}
@@ -462,7 +482,7 @@ func (s *Store) recordTurnTags(c *conv, metas []turnMeta, which []int) (int64, e
 		if m.Empty {
 			continue
 		}
-		d.Turns = append(d.Turns, turnTags{Seq: m.Seq, Hash: m.Hash, Tags: m.Tags, Related: m.Related, Rule: m.Rule})
+		d.Turns = append(d.Turns, turnTags{Seq: m.Seq, Hash: shortHash(m.Hash), Tags: m.Tags, Related: m.Related, Rule: m.Rule})
 	}
 	if len(d.Turns) == 0 {
 		return 0, nil
@@ -506,6 +526,12 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 			for i := range d.TagSums {
 				ts := d.TagSums[i]
 				c.tagSums[ts.Tag] = &ts
+				changedSums[ts.Tag] = true
+				delete(droppedSums, ts.Tag)
+			}
+			for _, ref := range d.TagRefs {
+				ts := s.resolveRollup(ctx, c, ref)
+				c.tagSums[ts.Tag] = ts
 				changedSums[ts.Tag] = true
 				delete(droppedSums, ts.Tag)
 			}
@@ -627,12 +653,12 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 		}
 		tb, sb, rb := b.Bucket(bucketTurns), b.Bucket(bucketSegments), b.Bucket(bucketTagSums)
 		for seq := range changedTurns {
-			if err := putJSON(tb, seqKey(seq), c.turn(seq)); err != nil {
+			if err := putTurn(tb, c.turn(seq)); err != nil {
 				return err
 			}
 		}
 		for id := range changedSegs {
-			if err := putJSON(sb, seqKey(id), c.segs[id-1]); err != nil {
+			if err := putSegment(sb, c.segs[id-1]); err != nil {
 				return err
 			}
 		}

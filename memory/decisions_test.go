@@ -134,9 +134,20 @@ func compareSnapshots(t *testing.T, before, after snapshot) {
 // and working-set changes, and returns what a client sees of it.
 func buildDerivedState(t *testing.T, dir string) snapshot {
 	t.Helper()
-	sum := &countingSummarizer{inner: summarize.NewExtractive(nil)}
+	return buildDerivedStateWith(t, dir, summarize.NewExtractive(nil))
+}
+
+// buildDerivedStateWith is buildDerivedState with summariser inner; nil
+// means the store's own (extractive, counting cl100k tokens).
+func buildDerivedStateWith(t *testing.T, dir string, inner Summarizer) snapshot {
+	t.Helper()
+	sum := &countingSummarizer{inner: inner}
 	tag := &countingTagger{inner: tagging.NewKeyword(nil)}
-	s := openTest(t, Options{Dir: dir, ContextWindow: 1500, ProtectedTurns: 2, Summarizer: sum, Tagger: tag, Splitter: &citySplitter{}})
+	opts := Options{Dir: dir, ContextWindow: 1500, ProtectedTurns: 2, Summarizer: sum, Tagger: tag, Splitter: &citySplitter{}}
+	if inner == nil {
+		opts.Summarizer = nil
+	}
+	s := openTest(t, opts)
 	msgs := chat(120, t0)
 	for i := 0; i < 60; i++ {
 		city := []string{"Kyoto", "Osaka", "Nara"}[i%3]
@@ -149,7 +160,7 @@ func buildDerivedState(t *testing.T, dir string) snapshot {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Totals.Segments < 3 || st.Totals.TagSummaries == 0 || sum.calls.Load() == 0 {
+	if st.Totals.Segments < 3 || st.Totals.TagSummaries == 0 || inner != nil && sum.calls.Load() == 0 {
 		t.Fatalf("setup: %d segments, %d tag summaries, %d summariser calls; want several compactions", st.Totals.Segments, st.Totals.TagSummaries, sum.calls.Load())
 	}
 	c, _ := s.conversation(context.Background(), "c", false)
@@ -173,16 +184,35 @@ func buildDerivedState(t *testing.T, dir string) snapshot {
 }
 
 func TestRebuildGivesSameAnswers(t *testing.T) {
-	for _, how := range []string{"Rebuild", "Open"} {
+	for _, how := range []string{"Rebuild", "Open", "FullHashes", "RollupRefs", "RollupRefsChecked"} {
 		t.Run(how, func(t *testing.T) {
 			dir := t.TempDir()
-			before := buildDerivedState(t, dir)
+			var before snapshot
+			switch how {
+			case "RollupRefs": // the store's own summariser: rollups by reference
+				before = buildDerivedStateWith(t, dir, nil)
+			case "RollupRefsChecked": // another one that agrees with replay's
+				before = buildDerivedStateWith(t, dir, summarize.NewExtractive(&summarize.ExtractiveOptions{Count: cl100k().Count}))
+			default:
+				before = buildDerivedState(t, dir)
+			}
+			if strings.HasPrefix(how, "RollupRefs") {
+				full, refs := countRollups(t, dir, "c")
+				if refs == 0 || full != 0 {
+					t.Fatalf("compaction decisions hold %d rollups in full and %d by reference; want all by reference", full, refs)
+				}
+			}
+			if how == "FullHashes" {
+				// A decisions log written before tags decisions kept only
+				// a hash prefix still replays.
+				withFullTagHashes(t, dir, "c")
+			}
 			sum := &countingSummarizer{fail: true}
 			tag := &countingTagger{fail: true}
 			split := &refusingSplitter{}
 			opts := Options{Dir: dir, ContextWindow: 1500, ProtectedTurns: 2, Summarizer: sum, Tagger: tag, Splitter: split}
 			switch how {
-			case "Rebuild":
+			case "Rebuild", "FullHashes", "RollupRefs", "RollupRefsChecked":
 				if err := Rebuild(context.Background(), opts, nil); err != nil {
 					t.Fatalf("Rebuild: %v", err)
 				}
@@ -204,6 +234,80 @@ func TestRebuildGivesSameAnswers(t *testing.T) {
 			}
 			compareSnapshots(t, before, after)
 		})
+	}
+}
+
+// countRollups counts the rollups compaction decisions hold in full and by
+// reference.
+func countRollups(t *testing.T, dir, conv string) (full, refs int) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, decisionsDir, conv+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		d, ok := decodeDecision(line)
+		if !ok {
+			t.Fatalf("undecodable decision %.100s", line)
+		}
+		if d.Kind == decCompact {
+			full += len(d.TagSums)
+			refs += len(d.TagRefs)
+		}
+	}
+	return full, refs
+}
+
+// withFullTagHashes rewrites conversation conv's decisions log with every
+// tags decision holding the turn's whole hash, as logs did before
+// tagHashLen.
+func withFullTagHashes(t *testing.T, dir, conv string) {
+	t.Helper()
+	logData, err := os.ReadFile(filepath.Join(dir, "logs", conv+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := map[int]string{}
+	for _, line := range bytes.Split(bytes.TrimSpace(logData), []byte("\n")) {
+		rec, err := decodeRecord(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full[rec.Seq] = rec.Hash
+	}
+	path := filepath.Join(dir, decisionsDir, conv+".log")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	n := 0
+	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		d, ok := decodeDecision(bytes.TrimSuffix(line, []byte("\n")))
+		if !ok {
+			t.Fatalf("undecodable decision %.100s", line)
+		}
+		for i := range d.Turns {
+			if len(d.Turns[i].Hash) != tagHashLen || !strings.HasPrefix(full[d.Turns[i].Seq], d.Turns[i].Hash) {
+				t.Fatalf("tags decision of turn %d holds hash %q, want the %d-digit prefix of %q", d.Turns[i].Seq, d.Turns[i].Hash, tagHashLen, full[d.Turns[i].Seq])
+			}
+			d.Turns[i].Hash = full[d.Turns[i].Seq]
+			n++
+		}
+		enc, err := encodeDecision(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, enc...)
+	}
+	if n == 0 {
+		t.Fatal("no tags decision to rewrite")
+	}
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -5,7 +5,8 @@
 // (Layer 0, fsync'd before Ingest returns). A bbolt file holds the index
 // over the logs (turn id -> byte range, tags, time) and everything derived:
 // segments and their summaries (Layer 1), tag summaries (Layer 2), the
-// working set. A Bleve index holds the full text. The master logs are the
+// working set. A Bleve index makes the turns' text searchable (it does not
+// keep a copy: excerpts are cut from the log). The master logs are the
 // source of truth: Rebuild recreates the bbolt file and the index from them.
 //
 // What the store decided about the logs (a tagger's tags for each turn,
@@ -17,10 +18,20 @@
 // is skipped and reported, never fatal, and reading resumes at the next
 // line. Every decision but tags is fsync'd before the bbolt transaction
 // that applies it; tags reach the disk with the next fsync'd decision.
+// Tags decisions name each turn by the first 16 hex digits of its hash,
+// and an extractive topic summary (rollup) of a compaction is recorded by
+// reference (rollupref.go: its segments, version, time and a digest) and
+// made again on replay, since it is a function of what replay already
+// holds; anything a model wrote is recorded in full.
 // vc.db and the index are a function of the master logs plus these logs:
 // Rebuild, or Open when vc.db is missing or behind, replays both and gives
 // the same status and the same recall answers, without calling a tagger,
 // summariser or splitter for anything recorded.
+//
+// vc.db stores each turn's metadata in a compact binary form
+// (turncodec.go; JSON records of earlier versions are still read). The
+// full-text index does not store the text: find_quote cuts its excerpts
+// from the master log.
 //
 // The full-text index keeps watermarks per conversation (turns indexed,
 // summary generation indexed). A background reconciler, one goroutine per
@@ -46,11 +57,16 @@
 // logs/<file>.jsonl holds one record per line: a JSON object, then '\n'.
 // Since format version 2 every line ends with its own checksum:
 //
-//	{"v":2,"seq":7,"role":"user","content":"yes","at":"...","hash":"...","crc":"1c291ca3"}
+//	{"v":3,"seq":7,"role":"user","content":"yes","at":"...","crc":"1c291ca3"}
+//
+// Version 3 (this one) leaves out the message's hash when the record's own
+// fields give it (they do unless the turn is a forgotten placeholder or
+// its text changed after hashing), and reading computes it; version 2
+// lines always hold "hash" and are read as they are.
 //
 // crc is the CRC-32C (Castagnoli), as 8 lower-case hex digits, of the line
-// with the `,"crc":"xxxxxxxx"` member removed (so of the bytes ending
-// `..."hash":"..."}`). The log stays greppable and each record is verifiable
+// with the `,"crc":"xxxxxxxx"` member removed (so of the bytes ending in
+// the member before it and `}`). The log stays greppable and each record is verifiable
 // on its own (the LevelDB/etcd-wal rule). seq numbers the conversation's
 // turns from 1 (turn id "t"+seq). content is the message text byte for byte;
 // raw holds non-string content as sent; id is the client's message id, when

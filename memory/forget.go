@@ -689,6 +689,15 @@ func scrubDecision(d *decision, edits map[int]*logRecord, sc scrubSet) {
 		sums = append(sums, ts)
 	}
 	d.TagSums = sums
+	refs := d.TagRefs[:0]
+	for _, r := range d.TagRefs {
+		if gone[r.Tag] {
+			continue
+		}
+		r.Cleared = r.Cleared || tags[r.Tag]
+		refs = append(refs, r)
+	}
+	d.TagRefs = refs
 	if d.Working != nil {
 		w := d.Working[:0]
 		for _, e := range d.Working {

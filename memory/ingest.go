@@ -400,7 +400,7 @@ func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ran
 		}
 		tb := b.Bucket(bucketTurns)
 		for _, m := range metas {
-			if err := putJSON(tb, seqKey(m.Seq), m); err != nil {
+			if err := putTurn(tb, &m); err != nil {
 				return err
 			}
 		}
@@ -465,7 +465,7 @@ func (s *Store) indexTurns(ctx context.Context, c *conv, first, last int) error 
 			}
 			docs = append(docs, index.Doc{
 				ID: turnDocID(c.id, seq), Conversation: c.id, Kind: "turn", Text: rec.Content,
-				Speaker: t.Name, Role: t.Role, Tags: t.Tags, Time: t.When, Seq: int64(seq),
+				Speaker: t.Name, Seq: int64(seq),
 			})
 		}
 		if len(docs) > 0 {

@@ -33,7 +33,10 @@ type logRecord struct {
 	ToolResult bool            `json:"tool_result,omitempty"`
 	Timestamp  *time.Time      `json:"ts,omitempty"`
 	At         time.Time       `json:"at"`
-	Hash       string          `json:"hash"`
+	// Hash is the message's hash (messageHash). Since format version 3
+	// it is left out of a line whose own fields give it (recordHash), and
+	// decodeRecord fills it in again.
+	Hash string `json:"hash,omitempty"`
 	// Forgotten marks the placeholder that replaced a forgotten message
 	// (forget.go): no text, the original hash kept so the message is never
 	// stored again.
@@ -46,9 +49,15 @@ const (
 	// logVersionLegacy lines carry no checksum (logs written before
 	// framing); they are still read, verified only as JSON.
 	logVersionLegacy = 1
-	// logVersion lines end in ,"crc":"xxxxxxxx"}: the CRC-32C of the line
-	// with that member removed.
-	logVersion = 2
+	// logVersionHashed lines end in ,"crc":"xxxxxxxx"}: the CRC-32C of the
+	// line with that member removed; each holds its message's hash.
+	logVersionHashed = 2
+	// logVersion lines are framed the same way and leave the hash out when
+	// the record's own fields give it (most messages: 75 of about 320
+	// bytes a line for a short turn); a record whose hash they do not give
+	// (a forgotten turn's placeholder, content changed after hashing)
+	// keeps it.
+	logVersion = 3
 )
 
 var (
@@ -68,9 +77,17 @@ const crcSuffixLen = 18
 // object per line.
 func encodeRecord(r logRecord) ([]byte, error) {
 	r.V, r.CRC = logVersion, ""
+	hash := r.Hash
+	r.Hash = ""
 	body, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("encode log record: %w", err)
+	}
+	if hash != "" && !hashFromLine(body, hash) {
+		r.Hash = hash
+		if body, err = json.Marshal(r); err != nil {
+			return nil, fmt.Errorf("encode log record: %w", err)
+		}
 	}
 	sum := crc32.Checksum(body, castagnoli)
 	line := make([]byte, 0, len(body)+crcSuffixLen)
@@ -111,12 +128,32 @@ func verifyLine(line []byte) (int, error) {
 	return r.Seq, nil
 }
 
+// hashFromLine reports whether the record that body (a line without its
+// hash) decodes to gives hash by itself. It decodes the very bytes
+// written, so what JSON does not carry as it was (raw content's spacing)
+// never yields a different hash on reading.
+func hashFromLine(body []byte, hash string) bool {
+	var d logRecord
+	return json.Unmarshal(body, &d) == nil && recordHash(d) == hash
+}
+
+// recordHash is the hash of the message r holds (messageHash), in hex.
+func recordHash(r logRecord) string {
+	t := turnInput{Role: r.Role, Name: r.Name, Text: r.Content, Raw: r.Raw, ToolCalls: r.ToolCalls, ToolCallID: r.ToolCallID}
+	if r.Timestamp != nil {
+		t.Timestamp, t.HasTime = *r.Timestamp, true
+	}
+	h := messageHash(t)
+	return hex.EncodeToString(h[:])
+}
+
 // framedSeq reads the sequence number from the fixed opening that
-// encodeRecord writes ({"v":2,"seq":N,), so verifying a log needs no JSON
-// decoding.
+// encodeRecord writes ({"v":3,"seq":N,, or "v":2 in older lines), so
+// verifying a log needs no JSON decoding.
 func framedSeq(line []byte) (int, bool) {
-	const open = `{"v":2,"seq":`
-	if !bytes.HasPrefix(line, []byte(open)) {
+	const open = `{"v":3,"seq":`
+	if len(line) < len(open) || !bytes.Equal(line[:5], []byte(open[:5])) || line[5] != '2' && line[5] != '3' ||
+		!bytes.Equal(line[6:len(open)], []byte(open[6:])) {
 		return 0, false
 	}
 	seq := 0
@@ -145,6 +182,9 @@ func decodeRecord(line []byte) (logRecord, error) {
 	}
 	if r.Seq != seq {
 		return r, fmt.Errorf("%w: sequence %d, framed as %d", errDamaged, r.Seq, seq)
+	}
+	if r.Hash == "" && r.V >= logVersion {
+		r.Hash = recordHash(r)
 	}
 	return r, nil
 }

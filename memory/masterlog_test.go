@@ -2,7 +2,13 @@ package memory
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -91,4 +97,116 @@ func FuzzLogDamage(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Version 3 lines leave the hash out when the record's fields give it, and
+// reading gives the same hash; a record whose fields do not give it keeps
+// it.
+func TestRecordHashLeftOutWhenDerivable(t *testing.T) {
+	plain := recordFrom(1, mustNorm(t, msg("user", "Ana", "  the port is 8443  ", t0)), t0)
+	untimed := recordFrom(2, mustNorm(t, Message{Role: "assistant", Content: json.RawMessage(`"noted"`)}), t0)
+	forgotten := logRecord{Seq: 3, Role: "user", At: t0, Hash: plain.Hash, Forgotten: true}
+	spaced := plain
+	spaced.Seq, spaced.Raw = 4, json.RawMessage(`[ {"type": "text", "text": "the port is 8443"} ]`)
+	spaced.Hash = recordHash(spaced) // hashed as sent, with its spaces
+	for _, tt := range []struct {
+		name     string
+		r        logRecord
+		withHash bool
+	}{
+		{"plain", plain, false},
+		{"untimed", untimed, false},
+		{"forgotten placeholder", forgotten, true},
+		{"raw content JSON re-spaces", spaced, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			line, err := encodeRecord(tt.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasPrefix(line, []byte(`{"v":3,"seq":`)) {
+				t.Fatalf("line %s", line)
+			}
+			if got := bytes.Contains(line, []byte(`"hash":`)); got != tt.withHash {
+				t.Fatalf("hash written %v, want %v: %s", got, tt.withHash, line)
+			}
+			back, err := decodeRecord(line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if back.Hash != tt.r.Hash || back.Content != tt.r.Content {
+				t.Fatalf("decoded hash %q content %q, want %q %q", back.Hash, back.Content, tt.r.Hash, tt.r.Content)
+			}
+		})
+	}
+}
+
+// A log written in format version 2 (every line with its hash) reads as
+// before, and new version 3 records follow it in the same file.
+func TestVersion2LogStillReads(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	path := s.logPath("old")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var old bytes.Buffer
+	for i, m := range chat(6, t0) {
+		r := recordFrom(i+1, mustNorm(t, m), t0)
+		r.V = logVersionHashed
+		body, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&old, `%s,"crc":"%08x"}`+"\n", body[:len(body)-1], crc32.Checksum(body, castagnoli))
+	}
+	if !bytes.Contains(old.Bytes(), []byte(`{"v":2,"seq":1,`)) || !bytes.Contains(old.Bytes(), []byte(`"hash":"`)) {
+		t.Fatalf("not a version 2 log: %.200s", old.Bytes())
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, old.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	if got := readable(t, s, "old"); len(got) != 6 {
+		t.Fatalf("%d version 2 turns readable, want 6", len(got))
+	}
+	// The same messages sent again are recognised by their hash.
+	if res := ingest(t, s, "old", chat(6, t0)); res.Stored != 0 {
+		t.Fatalf("resending the version 2 turns stored %d again", res.Stored)
+	}
+	ingest(t, s, "old", []Message{msg("user", "Ana", "written as version 3", t0.Add(time.Hour))})
+	if got := readable(t, s, "old"); len(got) != 7 || got[7] != "written as version 3" {
+		t.Fatalf("after a write: %v", got)
+	}
+	data, _ := os.ReadFile(path)
+	if !bytes.HasPrefix(data, old.Bytes()) || !bytes.Contains(data[old.Len():], []byte(`{"v":3,"seq":7,`)) || bytes.Contains(data[old.Len():], []byte(`"hash"`)) {
+		t.Fatalf("version 2 bytes changed or the new record is not version 3 without its hash:\n%s", data[old.Len():])
+	}
+}
+
+// messageHash is "<len>:<part>|" over the parts, as it was written with
+// fmt: stored hashes (resends, tombstones, decisions) keep matching.
+func TestMessageHashParts(t *testing.T) {
+	for i, in := range []turnInput{
+		{Role: "user", Text: "  hi  "},
+		{Role: "assistant", Name: "Ana", Text: "ünïcode ✓", Raw: json.RawMessage(`[{"type":"text"}]`), ToolCalls: json.RawMessage(`[1]`), ToolCallID: "c1", HasTime: true, Timestamp: t0.Add(1500 * time.Millisecond)},
+		{Role: "tool", ToolCallID: "x", HasTime: true, Timestamp: time.Date(2024, 1, 2, 3, 4, 5, 0, time.FixedZone("", 3600))},
+	} {
+		h := sha256.New()
+		ts := ""
+		if in.HasTime {
+			ts = in.Timestamp.Format(time.RFC3339Nano)
+		}
+		for _, part := range []string{in.Role, in.Name, strings.TrimSpace(in.Text), string(in.Raw), string(in.ToolCalls), in.ToolCallID, ts} {
+			fmt.Fprintf(h, "%d:%s|", len(part), part)
+		}
+		var want [32]byte
+		copy(want[:], h.Sum(nil))
+		if got := messageHash(in); got != want {
+			t.Errorf("case %d: hash %x, want %x", i, got, want)
+		}
+	}
 }

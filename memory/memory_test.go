@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -517,5 +519,43 @@ func TestStandingRulesArePinned(t *testing.T) {
 	}
 	if !manual {
 		t.Fatalf("after expand_topic %s, no inclusion is manual: %+v", tag, r.Included)
+	}
+}
+
+// find_quote's since/until select turns by when they were said (the index
+// holds no times: the store names the turns in range), inclusively.
+func TestFindQuoteTimeRange(t *testing.T) {
+	s := openTest(t, Options{})
+	var msgs []Message
+	for d := 0; d < 6; d++ {
+		msgs = append(msgs, msg("user", "Ana", fmt.Sprintf("The kayak trip on day %d went along the river.", d), t0.Add(time.Duration(d)*24*time.Hour)))
+	}
+	ingest(t, s, "c", msgs)
+	for _, tt := range []struct {
+		name         string
+		since, until time.Time
+		want         []string
+	}{
+		{"open", time.Time{}, time.Time{}, []string{"t1", "t2", "t3", "t4", "t5", "t6"}},
+		{"since", t0.Add(4 * 24 * time.Hour), time.Time{}, []string{"t5", "t6"}},
+		{"until, inclusive", time.Time{}, t0.Add(24 * time.Hour), []string{"t1", "t2"}},
+		{"both", t0.Add(2 * 24 * time.Hour), t0.Add(3 * 24 * time.Hour), []string{"t3", "t4"}},
+		{"none in range", t0.Add(100 * 24 * time.Hour), time.Time{}, nil},
+		{"all in range", t0.Add(-time.Hour), t0.Add(10 * 24 * time.Hour), []string{"t1", "t2", "t3", "t4", "t5", "t6"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := s.FindQuote(context.Background(), FindQuoteRequest{ConversationID: "c", Query: "kayak river", MaxResults: 10, Since: tt.since, Until: tt.until})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, q := range res.Quotes {
+				got = append(got, q.TurnID)
+			}
+			sort.Strings(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

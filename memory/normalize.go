@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -263,17 +264,21 @@ func compactJSON(raw json.RawMessage) json.RawMessage {
 // stored: role, name, content (without surrounding white space, as stored
 // before content was kept verbatim) and timestamp.
 func messageHash(t turnInput) [32]byte {
-	h := sha256.New()
 	ts := ""
 	if t.HasTime {
 		ts = t.Timestamp.Format(time.RFC3339Nano)
 	}
-	for _, part := range []string{t.Role, t.Name, strings.TrimSpace(t.Text), string(t.Raw), string(t.ToolCalls), t.ToolCallID, ts} {
-		fmt.Fprintf(h, "%d:%s|", len(part), part)
+	text := strings.TrimSpace(t.Text)
+	// Each part as "<len>:<part>|", built without fmt: master log format 3
+	// hashes every record it reads back.
+	buf := make([]byte, 0, 64+len(t.Role)+len(t.Name)+len(text)+len(t.Raw)+len(t.ToolCalls)+len(t.ToolCallID)+len(ts))
+	for _, part := range [...]string{t.Role, t.Name, text, string(t.Raw), string(t.ToolCalls), t.ToolCallID, ts} {
+		buf = strconv.AppendInt(buf, int64(len(part)), 10)
+		buf = append(buf, ':')
+		buf = append(buf, part...)
+		buf = append(buf, '|')
 	}
-	var out [32]byte
-	copy(out[:], h.Sum(nil))
-	return out
+	return sha256.Sum256(buf)
 }
 
 func validUTF8Suffix(s string) bool {

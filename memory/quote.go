@@ -2,9 +2,11 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/vc-mcp/vc-mcp/index"
@@ -55,7 +57,7 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 		defer c.mu.RUnlock()
 	}
 	iq := index.Query{Text: query, Conversations: ids, Kinds: []string{"turn"}, Speaker: req.Speaker,
-		Since: req.Since, Until: req.Until, Limit: n, Highlight: true}
+		IDs: turnsInRange(convs, req.Since, req.Until), Limit: n, Highlight: true}
 	// A multi-word query is also tried as a phrase: exact quotes rank first.
 	if words := strings.Fields(strings.Trim(query, `"'“”`)); len(words) > 1 && len(words) <= 12 {
 		iq.Phrases = []string{strings.Join(words, " ")}
@@ -76,12 +78,18 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 		if t == nil {
 			continue
 		}
-		excerpt := strings.Join(h.Fragments, " … ")
+		// The index keeps no text: the excerpt is cut from the master log,
+		// the text the turn was indexed with.
+		rec, err := c.log.read(t.Start, t.End)
+		if errors.Is(err, errDamaged) {
+			s.log.Warn("master log: damaged record left out of find_quote", "conversation", c.id, "turn", turnID(t.Seq), "err", err)
+			continue
+		}
+		if err != nil {
+			return res, err
+		}
+		excerpt := strings.Join(index.Fragments(rec.Content, h.Matches), " … ")
 		if excerpt == "" {
-			rec, err := c.log.read(t.Start, t.End)
-			if err != nil {
-				return res, err
-			}
 			excerpt = clip(rec.Content, excerptChars)
 		}
 		file := s.refPath(c.log.path)
@@ -99,6 +107,34 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 		res.Quotes = append(res.Quotes, sem...)
 	}
 	return res, nil
+}
+
+// turnsInRange names the index documents of the turns of convs said
+// within [since, until] (inclusive; a zero end is open), or nil when
+// every turn is (no filter). The index holds no times, so a time filter
+// is this list. The conversations' read locks are held.
+func turnsInRange(convs []*conv, since, until time.Time) []string {
+	if since.IsZero() && until.IsZero() {
+		return nil
+	}
+	ids := []string{}
+	all := true
+	for _, c := range convs {
+		for i := range c.turns {
+			t := &c.turns[i]
+			if !since.IsZero() && t.When.Before(since) || !until.IsZero() && t.When.After(until) {
+				all = false
+				continue
+			}
+			if !t.Empty {
+				ids = append(ids, turnDocID(c.id, t.Seq))
+			}
+		}
+	}
+	if all {
+		return nil
+	}
+	return ids
 }
 
 // semanticQuoteMin is the least cosine for a turn to be offered as a

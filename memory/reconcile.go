@@ -27,7 +27,7 @@ func (s *Store) turnDoc(c *conv, seq int) (index.Doc, bool, error) {
 	}
 	return index.Doc{
 		ID: turnDocID(c.id, seq), Conversation: c.id, Kind: "turn", Text: rec.Content,
-		Speaker: t.Name, Role: t.Role, Tags: t.Tags, Time: t.When, Seq: int64(seq),
+		Speaker: t.Name, Seq: int64(seq),
 	}, true, nil
 }
 
@@ -53,28 +53,13 @@ func (s *Store) indexSeqs(ctx context.Context, c *conv, seqs []int) error {
 	return nil
 }
 
-// summaryDocsAll renders every summary of a conversation. c.mu is held.
-func (c *conv) summaryDocsAll() []index.Doc {
-	rollups := make([]*tagSummaryRec, 0, len(c.tagSums))
-	for _, r := range c.tagSums {
-		rollups = append(rollups, r)
-	}
-	return summaryDocs(c.id, c.segs, rollups)
-}
-
-// indexSummaries puts every summary of the conversation into the index
-// when the index is behind them. c.mu is held for writing.
+// indexSummaries brings the summaries' watermark up to date. Summaries
+// are not in the full-text index (both searches, recall's lexical signal
+// and find_quote, look for turns only; an index that held them, schema
+// vc-mcp-index-1, is rebuilt without them), so there is nothing to write.
+// c.mu is held for writing.
 func (s *Store) indexSummaries(ctx context.Context, c *conv) error {
-	if c.meta.SummariesIndexed == c.meta.SummaryGen {
-		return nil
-	}
-	gen := c.meta.SummaryGen
-	if docs := c.summaryDocsAll(); len(docs) > 0 {
-		if err := s.ix.Add(ctx, docs); err != nil {
-			return fmt.Errorf("index summaries of %s: %w", c.id, err)
-		}
-	}
-	c.meta.SummariesIndexed = gen
+	c.meta.SummariesIndexed = c.meta.SummaryGen
 	return nil
 }
 

@@ -221,12 +221,12 @@ func (s *Store) reconcileLog(ctx context.Context, c *conv) error {
 			}
 			tb := b.Bucket(bucketTurns)
 			for seq := range fixes {
-				if err := putJSON(tb, seqKey(seq), c.turns[seq-1]); err != nil {
+				if err := putTurn(tb, &c.turns[seq-1]); err != nil {
 					return err
 				}
 			}
 			for _, seq := range lost {
-				if err := putJSON(tb, seqKey(seq), c.turns[seq-1]); err != nil {
+				if err := putTurn(tb, &c.turns[seq-1]); err != nil {
 					return err
 				}
 			}

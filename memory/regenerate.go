@@ -161,7 +161,7 @@ func (s *Store) regenerate(ctx context.Context, c *conv, tag string, progress Pr
 		}
 		sb, rb := b.Bucket(bucketSegments), b.Bucket(bucketTagSums)
 		for _, r := range fresh {
-			if err := putJSON(sb, seqKey(r.ID), r); err != nil {
+			if err := putSegment(sb, r); err != nil {
 				return err
 			}
 		}
@@ -182,10 +182,7 @@ func (s *Store) regenerate(ctx context.Context, c *conv, tag string, progress Pr
 	for _, r := range rollups {
 		c.tagSums[r.Tag] = r
 	}
-	if err := s.ix.Add(ctx, summaryDocs(c.id, fresh, rollups)); err != nil {
-		s.log.Warn("re-indexing summaries failed; the reconciler retries", "conversation", c.id, "err", err)
-		s.kickReconciler()
-	} else if c.meta.SummariesIndexed == c.meta.SummaryGen-1 {
+	if c.meta.SummariesIndexed == c.meta.SummaryGen-1 { // summaries are not in the full-text index
 		c.meta.SummariesIndexed = c.meta.SummaryGen
 	}
 	return len(fresh), len(rollups), nil

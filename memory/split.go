@@ -107,7 +107,7 @@ func (s *Store) maybeSplit(ctx context.Context, c *conv) (bool, error) {
 		for seq, tags := range changed {
 			t := *c.turn(seq)
 			t.Tags = tags
-			if err := putJSON(tb, seqKey(seq), t); err != nil {
+			if err := putTurn(tb, &t); err != nil {
 				return err
 			}
 		}

@@ -273,8 +273,8 @@ func loadConv(tx *bolt.Tx, id string) (*conv, error) {
 	}
 	if tb := b.Bucket(bucketTurns); tb != nil {
 		err := tb.ForEach(func(k, v []byte) error {
-			var t turnMeta
-			if err := json.Unmarshal(v, &t); err != nil {
+			t, err := decodeTurn(v)
+			if err != nil {
 				return fmt.Errorf("decode turn %x of %s: %w", k, id, err)
 			}
 			if t.Seq != len(c.turns)+1 {
@@ -289,8 +289,8 @@ func loadConv(tx *bolt.Tx, id string) (*conv, error) {
 	}
 	if sb := b.Bucket(bucketSegments); sb != nil {
 		err := sb.ForEach(func(k, v []byte) error {
-			s := &segmentRec{}
-			if err := json.Unmarshal(v, s); err != nil {
+			s, err := decodeSegment(v)
+			if err != nil {
 				return fmt.Errorf("decode segment of %s: %w", id, err)
 			}
 			c.segs = append(c.segs, s)

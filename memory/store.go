@@ -72,8 +72,11 @@ type Store struct {
 	tok    *counter
 	tagger Tagger
 	sum    Summarizer
-	log    *slog.Logger
-	now    func() time.Time
+	// ext is the extractive summariser that replays topic summaries
+	// recorded by reference (rollupref.go); sum is ext when none is given.
+	ext *summarize.Extractive
+	log *slog.Logger
+	now func() time.Time
 
 	set *settingsBox // settings that change at run time (settings.go)
 
@@ -231,8 +234,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if s.tagger == nil {
 		s.tagger = tagging.NewKeyword(opts.KeywordTagging)
 	}
+	s.ext = summarize.NewExtractive(&summarize.ExtractiveOptions{Count: tok.Count})
 	if s.sum == nil {
-		s.sum = summarize.NewExtractive(&summarize.ExtractiveOptions{Count: tok.Count})
+		s.sum = s.ext
 	}
 	fail := func(err error) (*Store, error) {
 		if s.ix != nil {
@@ -276,7 +280,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	if err != nil {
 		// The index is derived: rebuild it rather than refuse to start.
-		s.log.Warn("full-text index unreadable; rebuilding it from the master logs", "path", ixPath, "err", err)
+		if errors.Is(err, index.ErrOutdated) {
+			s.log.Info("full-text index written by another vc-mcp version; rebuilding it from the master logs in the background", "path", ixPath, "detail", err)
+		} else {
+			s.log.Warn("full-text index unreadable; rebuilding it from the master logs", "path", ixPath, "err", err)
+		}
 		if rmErr := os.RemoveAll(ixPath); rmErr != nil {
 			return fail(fmt.Errorf("remove broken index: %w", rmErr))
 		}

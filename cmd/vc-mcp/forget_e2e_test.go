@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -25,12 +26,15 @@ func runCLIIn(t *testing.T, stdin string, args ...string) (string, string, error
 
 func filesWith(t *testing.T, dir, word string) []string {
 	t.Helper()
+	// The logs are JSON: a word with &, < or > is stored escaped there.
+	js, _ := json.Marshal(word)
+	escaped := js[1 : len(js)-1]
 	var out []string
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(word)) {
+		if b, err := os.ReadFile(p); err == nil && (bytes.Contains(b, []byte(word)) || bytes.Contains(b, escaped)) {
 			out = append(out, p)
 		}
 		return nil

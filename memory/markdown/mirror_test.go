@@ -58,6 +58,24 @@ func waitMirrored(t *testing.T, s *memory.Store, out, conv string) map[string]st
 	}
 }
 
+// waitFile waits up to 20 s for the file at path to hold want.
+func waitFile(path, want string) (string, error) {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil && strings.Contains(string(b), want) {
+			return string(b), nil
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("no %q after 20 s", want)
+			}
+			return string(b), err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func tryReadTree(dir string) (map[string]string, error) {
 	out := map[string]string{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -133,8 +151,9 @@ func TestMirrorFollowsMemory(t *testing.T) {
 	if !strings.Contains(tree[ActiveFile], "turns: [t1, t2, t3, t4, t5, t6]") {
 		t.Fatalf("active.md:\n%s", tree[ActiveFile])
 	}
-	root, err := os.ReadFile(filepath.Join(out, IndexFile))
-	if err != nil || !strings.Contains(string(root), "[c](c/index.md): 6 turns") {
+	// The top-level index is written just after the conversation's tree.
+	root, err := waitFile(filepath.Join(out, IndexFile), "[c](c/index.md): 6 turns")
+	if err != nil {
 		t.Fatalf("top-level index (%v):\n%s", err, root)
 	}
 
