@@ -279,19 +279,7 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 		plans = append(plans, p)
 	}
 	// Topics carried only by forgotten turns vanish, names included.
-	gone := map[string]bool{}
-	for tag, list := range c.tagSeqs {
-		all := len(list) > 0
-		for _, seq := range list {
-			if edit, ok := edits[seq]; !ok || edit != nil {
-				all = false
-				break
-			}
-		}
-		if all {
-			gone[tag] = true
-		}
-	}
+	gone := c.goneTopics(edits)
 	hadRollup := map[string]bool{}
 	for tag, r := range c.tagSums {
 		for _, id := range r.Segments {
@@ -929,4 +917,23 @@ func (s *Store) scrubRequests(id string, gone, forgot map[string]bool) error {
 	}
 	l.count = len(recs)
 	return nil
+}
+
+// goneTopics returns the topics of c that only forgotten turns carry (a
+// nil edit is a forgotten turn): they vanish with them, names included.
+func (c *conv) goneTopics(edits map[int]*logRecord) map[string]bool {
+	gone := map[string]bool{}
+	for tag, list := range c.tagSeqs {
+		all := len(list) > 0
+		for _, seq := range list {
+			if edit, ok := edits[seq]; !ok || edit != nil {
+				all = false
+				break
+			}
+		}
+		if all {
+			gone[tag] = true
+		}
+	}
+	return gone
 }

@@ -860,19 +860,7 @@ func (s *Store) adoptRewrite(ctx context.Context, id string, read func() (LogLin
 		return fmt.Errorf("read the rewritten log of %q: %w", id, err)
 	}
 	sort.Ints(seqs)
-	gone := map[string]bool{} // topics carried only by forgotten turns
-	for tag, list := range c.tagSeqs {
-		all := len(list) > 0
-		for _, seq := range list {
-			if edit, ok := edits[seq]; !ok || edit != nil {
-				all = false
-				break
-			}
-		}
-		if all {
-			gone[tag] = true
-		}
-	}
+	gone := c.goneTopics(edits)
 	if c.dlog != nil {
 		if err := c.dlog.close(); err != nil {
 			return err
