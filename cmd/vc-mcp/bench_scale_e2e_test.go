@@ -10,9 +10,10 @@ import (
 	"github.com/vc-mcp/vc-mcp/memory/bench"
 )
 
-// TestBenchScaleThroughProtocol runs the scale benchmark's protocol part
+// TestBenchScaleThroughProtocol runs the scale benchmark's process parts
 // for real: recall_context on the built binary's stdio server and the
-// plain BM25 MCP server (bench bm25-serve) over the same turns.
+// plain BM25 MCP server (bench bm25-serve) over the same turns, and the
+// start timings, clean and after killing the shared server.
 func TestBenchScaleThroughProtocol(t *testing.T) {
 	for _, kv := range childEnv(t) {
 		if k, v, ok := strings.Cut(kv, "="); ok && (k == "HOME" || strings.HasPrefix(k, "XDG_") || k == "VC_DAEMON_IDLE") {
@@ -37,6 +38,14 @@ func TestBenchScaleThroughProtocol(t *testing.T) {
 	// the baseline with its top 10 one-line turns.
 	if row.BM25MCPBytes <= 0 || row.RecallMCPBytes <= row.BM25MCPBytes {
 		t.Errorf("answer bytes: recall %v, BM25 %v; want both > 0 and recall's larger", row.RecallMCPBytes, row.BM25MCPBytes)
+	}
+	// Starts through the shared server, and crashes that kill it: each
+	// start answers initialize and then a recall.
+	if row.InitializeError != "" || row.InitializeAfterCrashError != "" {
+		t.Fatalf("start timings failed: %q / after a crash: %q", row.InitializeError, row.InitializeAfterCrashError)
+	}
+	if row.FirstRecall.N != 5 || row.FirstRecallAfterCrash.N != 5 || row.FirstRecallAfterCrash.P50 < row.InitializeAfterCrash.P50 {
+		t.Errorf("first recall timings %+v, after a crash %+v; want 5 each, after the initialize", row.FirstRecall, row.FirstRecallAfterCrash)
 	}
 	var md bytes.Buffer
 	if err := rep.WriteMarkdown(&md); err != nil {

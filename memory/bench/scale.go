@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/vc-mcp/vc-mcp/memory"
@@ -98,6 +99,11 @@ type ScaleRow struct {
 	// killed (SIGKILL) once it had answered: the index was left open.
 	InitializeAfterCrash      Latency `json:"initialize_after_crash"`
 	InitializeAfterCrashError string  `json:"initialize_after_crash_error,omitempty"`
+	// FirstRecall and FirstRecallAfterCrash time, from exec, the first
+	// recall_context answer of those same starts: the store open (and,
+	// after the crash, recovered) behind it.
+	FirstRecall           Latency `json:"first_recall"`
+	FirstRecallAfterCrash Latency `json:"first_recall_after_crash"`
 	// Through the protocol (needs Binary): recall_context on "vc-mcp serve"
 	// over stdio, and a plain BM25 MCP server ("vc-mcp bench bm25-serve":
 	// the same BM25Search behind one search tool, on the same transport
@@ -284,33 +290,36 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, n int) (ScaleRow, error) {
 	bar.done()
 
 	if cfg.Binary != "" {
-		var runs []float64
+		big := filepath.Join(dir, "big")
+		var inits, firsts []float64
 		for range 5 {
-			d, err := TimeInitialize(ctx, cfg.Binary, filepath.Join(dir, "big"))
+			st, err := TimeStart(ctx, cfg.Binary, big)
 			if err != nil {
 				row.InitializeError = err.Error()
 				break
 			}
-			runs = append(runs, float64(d.Microseconds())/1000)
+			inits, firsts = append(inits, millis(st.Initialize)), append(firsts, millis(st.FirstRecall))
 		}
-		row.Initialize = latencyOf(runs)
-		runs = runs[:0]
+		row.Initialize, row.FirstRecall = latencyOf(inits), latencyOf(firsts)
+		inits, firsts = inits[:0], firsts[:0]
 		for range 5 {
-			if err := CrashServe(ctx, cfg.Binary, filepath.Join(dir, "big")); err != nil {
+			if err := CrashServe(ctx, cfg.Binary, big); err != nil {
 				row.InitializeAfterCrashError = err.Error()
 				break
 			}
-			d, err := TimeInitialize(ctx, cfg.Binary, filepath.Join(dir, "big"))
+			st, err := TimeStart(ctx, cfg.Binary, big)
 			if err != nil {
 				row.InitializeAfterCrashError = err.Error()
 				break
 			}
-			runs = append(runs, float64(d.Microseconds())/1000)
+			inits, firsts = append(inits, millis(st.Initialize)), append(firsts, millis(st.FirstRecall))
 		}
-		row.InitializeAfterCrash = latencyOf(runs)
+		row.InitializeAfterCrash, row.FirstRecallAfterCrash = latencyOf(inits), latencyOf(firsts)
 	}
 	return row, nil
 }
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // protocolWarmup calls are made before timing over MCP: the first calls
 // of a fresh process load tables and warm caches.
@@ -357,8 +366,10 @@ func protocolLatency(ctx context.Context, cfg ScaleConfig, row *ScaleRow, dir st
 	return nil
 }
 
-// CrashServe starts "binary serve" on dir, waits for its initialize answer
-// and kills it with SIGKILL, leaving the data directory as a crash does.
+// CrashServe starts "binary serve" on dir, waits until a recall_context
+// has been answered (so the process holding the store, the host's own or
+// the shared server it started, has it open) and kills that process and
+// the host with SIGKILL, leaving the data directory as a crash does.
 func CrashServe(ctx context.Context, binary, dir string) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -366,7 +377,49 @@ func CrashServe(ctx context.Context, binary, dir string) error {
 	if err != nil {
 		return fmt.Errorf("before the kill: %w", err)
 	}
+	if _, err := s.callTool("recall_context", map[string]any{"message": startProbe}); err != nil {
+		return errors.Join(fmt.Errorf("before the kill: %w", err), s.kill())
+	}
+	holder := holderPID(dir)
+	if holder > 0 && holder != s.cmd.Process.Pid {
+		if p, err := os.FindProcess(holder); err == nil {
+			if err := p.Kill(); err != nil {
+				return errors.Join(fmt.Errorf("kill the shared server (pid %d): %w", holder, err), s.kill())
+			}
+			waitGone(ctx, p)
+		}
+	}
 	return s.kill()
+}
+
+// startProbe is the recall a timed start asks for: what a host's first
+// turn would.
+const startProbe = "What did we decide last time?"
+
+// holderPID is the process that has dir's store open (holder.json), or 0.
+func holderPID(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, "holder.json"))
+	if err != nil {
+		return 0
+	}
+	var h struct {
+		PID int `json:"pid"`
+	}
+	if json.Unmarshal(b, &h) != nil {
+		return 0
+	}
+	return h.PID
+}
+
+// waitGone waits (up to 5 s) until a killed process is gone.
+func waitGone(ctx context.Context, p *os.Process) {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if p.Signal(syscall.Signal(0)) != nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // dirParts measures each top-level entry of dir.
@@ -466,18 +519,46 @@ func peakRSS() int64 {
 	return 0
 }
 
-// TimeInitialize starts "binary serve --data-dir dir", sends initialize on
-// stdin and returns the time from just before exec to the answer on stdout.
-func TimeInitialize(ctx context.Context, binary, dir string) (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+// StartTiming is what a host waits for after starting vc-mcp: the
+// initialize answer, and the first recall_context answer (which needs the
+// store open: after a crash, the shared server started again and the
+// store recovered).
+type StartTiming struct {
+	Initialize, FirstRecall time.Duration
+}
+
+// TimeStart starts "binary serve --data-dir dir" as a host does, times
+// its initialize answer and its first recall_context answer from just
+// before exec, then ends the session and stops the shared server it
+// started, so that the next start is cold and nothing outlives the
+// benchmark.
+func TimeStart(ctx context.Context, binary, dir string) (StartTiming, error) {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
+	var st StartTiming
+	start := time.Now()
 	s, err := startStdio(ctx, binary, []string{"VC_DATA_DIR=" + dir}, "serve", "--data-dir", dir)
 	if err != nil {
-		return 0, err
+		return st, err
 	}
+	st.Initialize = s.initTook
+	if _, err := s.callTool("recall_context", map[string]any{"message": startProbe}); err != nil {
+		return st, errors.Join(err, s.Close(), stopDaemon(ctx, binary, dir))
+	}
+	st.FirstRecall = time.Since(start)
 	// It answered; how it then shuts down is not what this measures.
 	_ = s.Close()
-	return s.initTook, nil
+	return st, stopDaemon(ctx, binary, dir)
+}
+
+// stopDaemon stops the shared server serving dir, if any.
+func stopDaemon(ctx context.Context, binary, dir string) error {
+	cmd := exec.CommandContext(ctx, binary, "daemon", "stop", "--data-dir", dir)
+	cmd.Env = append(os.Environ(), "VC_DATA_DIR="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("daemon stop: %w: %s", err, tail(string(out), 300))
+	}
+	return nil
 }
 
 // stopChild closes the child's stdin (a stdio server exits on EOF) and waits,
@@ -556,8 +637,8 @@ func (r *ScaleReport) WriteMarkdown(w io.Writer) error {
 			float64(row.PeakRSSBytes)/(1<<20), init, row.NeedlesRecalled, row.Needles, row.QuoteHits, row.FindQuote.N)
 	}
 	b.WriteString("\nAgainst the targets (recall and BM25 in the same process over the same turns and queries; disk over raw text):\n\n")
-	b.WriteString("| turns | recall p50/p99 ms | plain BM25 p50/p99 ms | recall/BM25 p50 | disk / raw text | disk parts MB | initialize clean / after kill -9 p50 ms |\n")
-	b.WriteString("|---|---|---|---|---|---|---|\n")
+	b.WriteString("| turns | recall p50/p99 ms | plain BM25 p50/p99 ms | recall/BM25 p50 | disk / raw text | disk parts MB | initialize clean / after kill -9 p50 ms | first recall_context clean / after kill -9 p50 ms |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
 		var parts []string
 		for _, k := range []string{"logs", "decisions", "vc.db", "index.bleve"} {
@@ -571,10 +652,19 @@ func (r *ScaleReport) WriteMarkdown(w io.Writer) error {
 		} else if row.InitializeAfterCrash.N == 0 {
 			crash = "not measured"
 		}
-		fmt.Fprintf(&b, "| %d | %.2f / %.2f | %.2f / %.2f | %.2f | %.1fx (%.1f MB / %.1f MB) | %s | %.1f / %s |\n",
+		first := "not measured"
+		if row.FirstRecall.N > 0 {
+			first = fmt.Sprintf("%.1f / ", row.FirstRecall.P50)
+			if row.FirstRecallAfterCrash.N > 0 {
+				first += fmt.Sprintf("%.1f", row.FirstRecallAfterCrash.P50)
+			} else {
+				first += "not measured"
+			}
+		}
+		fmt.Fprintf(&b, "| %d | %.2f / %.2f | %.2f / %.2f | %.2f | %.1fx (%.1f MB / %.1f MB) | %s | %.1f / %s | %s |\n",
 			row.Turns, row.Recall.P50, row.Recall.P99, row.BM25.P50, row.BM25.P99, row.RecallOverBM25,
 			row.DiskRatio, float64(row.DiskBytes)/(1<<20), float64(row.RawTextBytes)/(1<<20), strings.Join(parts, ", "),
-			row.Initialize.P50, crash)
+			row.Initialize.P50, crash, first)
 	}
 	if slices.ContainsFunc(r.Rows, func(row ScaleRow) bool { return row.RecallMCP.N > 0 || row.ProtocolError != "" }) {
 		b.WriteString("\nThrough the protocol (MCP over stdio, one client, same queries, lexical as above): recall_context on `vc-mcp serve` (store in the serving process) against a plain BM25 MCP server (`vc-mcp bench bm25-serve`: the BM25 search above behind one tool, top 10, same library and transport):\n\n")

@@ -13,7 +13,7 @@ import (
 )
 
 // TestMain lets the test binary play a minimal stdio MCP server, so that
-// TimeInitialize can be tested against a real child process.
+// TimeStart and CrashServe can be tested against a real child process.
 func TestMain(m *testing.M) {
 	if os.Getenv("VC_BENCH_FAKE_SERVER") == "1" {
 		os.Exit(fakeServer(os.Stdin, os.Stdout))
@@ -22,8 +22,11 @@ func TestMain(m *testing.M) {
 }
 
 func fakeServer(in io.Reader, out io.Writer) int {
+	if len(os.Args) >= 3 && os.Args[1] == "daemon" && os.Args[2] == "stop" {
+		return 0 // no shared server to stop
+	}
 	if len(os.Args) < 3 || os.Args[1] != "serve" || os.Args[2] != "--data-dir" {
-		fmt.Fprintln(os.Stderr, "fake server: want serve --data-dir DIR")
+		fmt.Fprintln(os.Stderr, "fake server: want serve --data-dir DIR or daemon stop")
 		return 2
 	}
 	sc := bufio.NewScanner(in)
@@ -36,24 +39,27 @@ func fakeServer(in io.Reader, out io.Writer) int {
 			continue
 		}
 		fmt.Fprintln(out, `{"jsonrpc":"2.0","method":"notifications/message","params":{}}`)
-		if req.Method == "initialize" {
+		switch req.Method {
+		case "initialize":
 			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-03-26","capabilities":{},"serverInfo":{"name":"fake","version":"0"}}}`+"\n", req.ID)
+		case "tools/call":
+			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"nothing stored yet"}]}}`+"\n", req.ID)
 		}
 	}
 	return 0
 }
 
-func TestTimeInitialize(t *testing.T) {
+func TestTimeStart(t *testing.T) {
 	t.Setenv("VC_BENCH_FAKE_SERVER", "1")
-	d, err := TimeInitialize(context.Background(), os.Args[0], t.TempDir())
+	st, err := TimeStart(context.Background(), os.Args[0], t.TempDir())
 	if err != nil {
-		t.Fatalf("TimeInitialize: %v", err)
+		t.Fatalf("TimeStart: %v", err)
 	}
-	if d <= 0 {
-		t.Errorf("TimeInitialize = %v, want > 0", d)
+	if st.Initialize <= 0 || st.FirstRecall < st.Initialize {
+		t.Errorf("TimeStart = %+v, want initialize > 0 and the first recall after it", st)
 	}
-	if _, err := TimeInitialize(context.Background(), "/nonexistent/vc-mcp", t.TempDir()); err == nil {
-		t.Errorf("TimeInitialize on a missing binary: nil error, want one")
+	if _, err := TimeStart(context.Background(), "/nonexistent/vc-mcp", t.TempDir()); err == nil {
+		t.Errorf("TimeStart on a missing binary: nil error, want one")
 	}
 	if err := CrashServe(context.Background(), os.Args[0], t.TempDir()); err != nil {
 		t.Errorf("CrashServe: %v", err)
