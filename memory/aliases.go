@@ -13,15 +13,11 @@ import (
 // tag) the tagger maps to a stored tag. Tag splits register some; AddAlias
 // the user's. A conversation with nothing stored has none.
 func (s *Store) Aliases(ctx context.Context, conversationID string) (map[string]string, error) {
-	ctx, end, err := s.begin(ctx, opRead)
+	ctx, end, id, err := s.beginOn(ctx, opRead, conversationID)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
-	id, err := s.resolve(conversationID)
-	if err != nil {
-		return nil, err
-	}
 	c, err := s.conversation(ctx, id, false)
 	if err != nil {
 		if isNotFound(err) {
@@ -42,15 +38,11 @@ func (s *Store) Aliases(ctx context.Context, conversationID string) (map[string]
 // say alias are tagged tag from now on. It returns the conversation's
 // aliases afterwards. The alias must not itself be a tag with turns.
 func (s *Store) AddAlias(ctx context.Context, conversationID, alias, tag string) (map[string]string, error) {
-	ctx, end, err := s.begin(ctx, opWrite)
+	ctx, end, id, err := s.beginOn(ctx, opWrite, conversationID)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
-	id, err := s.resolve(conversationID)
-	if err != nil {
-		return nil, err
-	}
 	name := tagging.Canonicalize(alias, nil)
 	if name == "" {
 		return nil, fmt.Errorf("%w: alias %q has no letters or digits to use", ErrInvalid, alias)

@@ -54,6 +54,22 @@ const (
 	opAppend        // may append to the logs (shared logs: takes their lock)
 )
 
+// beginOn begins an operation on the conversation a call names (its
+// conversation_id, or the default): begin, then resolve. On error nothing
+// is left to end.
+func (s *Store) beginOn(ctx context.Context, kind opKind, conversationID string) (context.Context, func(), string, error) {
+	ctx, end, err := s.begin(ctx, kind)
+	if err != nil {
+		return ctx, nil, "", err
+	}
+	id, err := s.resolve(conversationID)
+	if err != nil {
+		end()
+		return ctx, nil, "", err
+	}
+	return ctx, end, id, nil
+}
+
 // begin starts an operation: it fails with ErrClosed once Close has begun,
 // and Close waits for every operation begun before it. Call the returned
 // end when the operation is over. Nested calls join the outer operation.

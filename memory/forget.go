@@ -76,15 +76,11 @@ type ForgetResult struct {
 func (s *Store) Forget(ctx context.Context, req ForgetRequest) (ForgetResult, error) {
 	// opAppend: with shared logs, the conversation's lock is held from the
 	// selection to the commit of the rewrite.
-	ctx, end, err := s.begin(ctx, opAppend)
+	ctx, end, id, err := s.beginOn(ctx, opAppend, req.ConversationID)
 	if err != nil {
 		return ForgetResult{}, err
 	}
 	defer end()
-	id, err := s.resolve(req.ConversationID)
-	if err != nil {
-		return ForgetResult{}, err
-	}
 	res := ForgetResult{ConversationID: id, TurnIDs: []string{}, DryRun: req.DryRun}
 	req.Query = strings.TrimSpace(req.Query)
 	req.Tag = strings.TrimSpace(req.Tag)

@@ -29,16 +29,12 @@ const sessionGap = 30 * time.Minute
 // vocabulary, and the batch is checked for duplicates again before it is
 // appended under the write lock.
 func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, error) {
-	ctx, end, err := s.begin(ctx, opAppend)
-	if err != nil {
-		return IngestResult{}, err
-	}
-	defer end()
 	var res IngestResult
-	id, err := s.resolve(req.ConversationID)
+	ctx, end, id, err := s.beginOn(ctx, opAppend, req.ConversationID)
 	if err != nil {
 		return res, err
 	}
+	defer end()
 	res.ConversationID = id
 	msgs, redacted := s.scrubMessages(req.Messages) // secrets never go further than this
 	res.Redacted = redacted

@@ -48,15 +48,11 @@ type ContextItemsResult struct {
 // ContextItems lists the context items and their place in a
 // conversation's session context (list_context_items).
 func (s *Store) ContextItems(ctx context.Context, conversationID string) (ContextItemsResult, error) {
-	ctx, end, err := s.begin(ctx, opRead)
+	ctx, end, id, err := s.beginOn(ctx, opRead, conversationID)
 	if err != nil {
 		return ContextItemsResult{}, err
 	}
 	defer end()
-	id, err := s.resolve(conversationID)
-	if err != nil {
-		return ContextItemsResult{}, err
-	}
 	sel, err := s.selection(ctx, id)
 	if err != nil {
 		return ContextItemsResult{}, err
@@ -100,15 +96,11 @@ func (s *Store) RemoveContextItem(ctx context.Context, conversationID, name stri
 }
 
 func (s *Store) changeSelection(ctx context.Context, conversationID, name string, add bool) (ContextItemsResult, error) {
-	ctx, end, err := s.begin(ctx, opWrite)
+	ctx, end, id, err := s.beginOn(ctx, opWrite, conversationID)
 	if err != nil {
 		return ContextItemsResult{}, err
 	}
 	defer end()
-	id, err := s.resolve(conversationID)
-	if err != nil {
-		return ContextItemsResult{}, err
-	}
 	ci, err := s.items.find(name)
 	if err != nil {
 		return ContextItemsResult{}, err
@@ -313,15 +305,11 @@ func readRequests(path string, fixTail bool) ([]RequestRecord, error) {
 // Requests returns a conversation's recorded recalls, newest first (at
 // most RequestRetention).
 func (s *Store) Requests(ctx context.Context, conversationID string) ([]RequestRecord, error) {
-	ctx, end, err := s.begin(ctx, opRead)
+	ctx, end, id, err := s.beginOn(ctx, opRead, conversationID)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
-	id, err := s.resolve(conversationID)
-	if err != nil {
-		return nil, err
-	}
 	if err := s.ownerAllows(ctx, id); err != nil {
 		return nil, err
 	}

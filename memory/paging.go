@@ -23,16 +23,12 @@ const (
 // the master log) trimmed to the budget, and records the working-set change,
 // evicting the coldest topics when over the working-set budget.
 func (s *Store) Expand(ctx context.Context, req ExpandRequest) (ExpandResult, error) {
-	ctx, end, err := s.begin(ctx, opAppend)
-	if err != nil {
-		return ExpandResult{}, err
-	}
-	defer end()
 	res := ExpandResult{Evicted: []string{}, TurnIDs: []string{}, WorkingSet: []WorkingEntry{}, TruncationRefs: []TruncationRef{}}
-	id, err := s.resolve(req.ConversationID)
+	ctx, end, id, err := s.beginOn(ctx, opAppend, req.ConversationID)
 	if err != nil {
 		return res, err
 	}
+	defer end()
 	res.ConversationID = id
 	if req.Depth == "" {
 		req.Depth = DepthSegments
@@ -191,16 +187,12 @@ func (s *Store) writeSpanRef(c *conv, seqs []int, budget, used int, b *strings.B
 // Collapse pages a topic out (collapse_topic): to its summary, or out of
 // the working set entirely. It reports the tokens freed.
 func (s *Store) Collapse(ctx context.Context, req CollapseRequest) (CollapseResult, error) {
-	ctx, end, err := s.begin(ctx, opAppend)
-	if err != nil {
-		return CollapseResult{}, err
-	}
-	defer end()
 	res := CollapseResult{WorkingSet: []WorkingEntry{}}
-	id, err := s.resolve(req.ConversationID)
+	ctx, end, id, err := s.beginOn(ctx, opAppend, req.ConversationID)
 	if err != nil {
 		return res, err
 	}
+	defer end()
 	res.ConversationID = id
 	if req.Depth == "" {
 		req.Depth = DepthSummary

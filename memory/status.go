@@ -11,15 +11,11 @@ import (
 // and working-set depth; totals; and which features are enabled. A
 // conversation with nothing stored yet has an empty status, not an error.
 func (s *Store) Status(ctx context.Context, conversationID string) (Status, error) {
-	ctx, end, err := s.begin(ctx, opRead)
+	ctx, end, id, err := s.beginOn(ctx, opRead, conversationID)
 	if err != nil {
 		return Status{}, err
 	}
 	defer end()
-	id, err := s.resolve(conversationID)
-	if err != nil {
-		return Status{}, err
-	}
 	st := Status{ConversationID: id, Tags: []TagStatus{}, Features: s.features()}
 	if s.opts.Usage != nil {
 		u, err := s.opts.Usage(id)
@@ -91,15 +87,11 @@ func (c *conv) tagStatus(tag string) TagStatus {
 // Domain returns one tag's summaries and segments (the
 // virtualcontext://domains/{tag} resource).
 func (s *Store) Domain(ctx context.Context, conversationID, tag string) (Domain, error) {
-	ctx, end, err := s.begin(ctx, opRead)
+	ctx, end, id, err := s.beginOn(ctx, opRead, conversationID)
 	if err != nil {
 		return Domain{}, err
 	}
 	defer end()
-	id, err := s.resolve(conversationID)
-	if err != nil {
-		return Domain{}, err
-	}
 	c, err := s.conversation(ctx, id, false)
 	if err != nil {
 		return Domain{}, err

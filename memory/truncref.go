@@ -166,15 +166,11 @@ type ReadLogResult struct {
 // than 256 KiB, saying what to ask for instead.
 func (s *Store) ReadLog(ctx context.Context, req ReadLogRequest) (ReadLogResult, error) {
 	res := ReadLogResult{TurnIDs: []string{}}
-	ctx, end, err := s.begin(ctx, opRead)
+	ctx, end, id, err := s.beginOn(ctx, opRead, req.ConversationID)
 	if err != nil {
 		return res, err
 	}
 	defer end()
-	id, err := s.resolve(req.ConversationID)
-	if err != nil {
-		return res, err
-	}
 	res.ConversationID = id
 	if req.Start < 0 || req.End <= req.Start {
 		return res, fmt.Errorf("%w: want 0 <= start < end (got start %d, end %d); byte ranges come from the [truncated: ... bytes START-END] references in recall_context and expand_topic answers", ErrInvalid, req.Start, req.End)
@@ -224,15 +220,11 @@ func (s *Store) ReadLog(ctx context.Context, req ReadLogRequest) (ReadLogResult,
 // answer that left them out (the proxy's dropped history). Unknown ids are
 // an error.
 func (s *Store) TurnRefs(ctx context.Context, conversationID string, turnIDs []string) ([]TruncationRef, error) {
-	ctx, end, err := s.begin(ctx, opRead)
+	ctx, end, id, err := s.beginOn(ctx, opRead, conversationID)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
-	id, err := s.resolve(conversationID)
-	if err != nil {
-		return nil, err
-	}
 	seqs := make([]int, 0, len(turnIDs))
 	for _, t := range turnIDs {
 		seq, err := parseTurnID(t)

@@ -86,15 +86,11 @@ func parseTurnID(id string) (int, error) {
 // of them, such as a proxy after a restart, learns their topics this way.
 // Texts not stored are absent from the answer.
 func (s *Store) TagsOfTexts(ctx context.Context, conversationID string, texts []string) (map[string][]string, error) {
-	ctx, end, err := s.begin(ctx, opRead)
+	ctx, end, conv, err := s.beginOn(ctx, opRead, conversationID)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
-	conv, err := s.resolve(conversationID)
-	if err != nil {
-		return nil, err
-	}
 	c, err := s.conversation(ctx, conv, false)
 	if err != nil {
 		return nil, err
