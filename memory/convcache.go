@@ -188,13 +188,20 @@ func (s *Store) conversationLocal(ctx context.Context, id string, create bool) (
 		s.mu.Unlock()
 		return s.conversationLocal(ctx, id, create)
 	}
-	e = &convEntry{id: id, ready: make(chan struct{})}
+	return s.loadEntry(o, id, func() (*conv, error) { return s.load(ctx, id, path) })
+}
+
+// loadEntry adds id's table entry (s.mu is held and released), runs load
+// without the lock while other callers of id wait on the entry, and
+// publishes what it gave: an error removes the entry again.
+func (s *Store) loadEntry(o *op, id string, load func() (*conv, error)) (*conv, error) {
+	e := &convEntry{id: id, ready: make(chan struct{})}
 	e.elem = s.lru.PushFront(e)
 	s.convs[id] = e
 	s.use(e, o)
 	s.mu.Unlock()
 
-	c, err := s.load(ctx, id, path)
+	c, err := load()
 	s.mu.Lock()
 	e.c, e.err = c, err
 	if err != nil {

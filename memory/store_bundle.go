@@ -343,23 +343,7 @@ func (s *Store) restoreConversation(ctx context.Context, bc BundleConversation) 
 		s.mu.Unlock()
 		return fmt.Errorf("%w: %s was created while the bundle was being imported", ErrExists, id)
 	}
-	e := &convEntry{id: id, ready: make(chan struct{})}
-	e.elem = s.lru.PushFront(e)
-	s.convs[id] = e
-	s.use(e, o)
-	s.mu.Unlock()
-
-	c, err := s.writeAndLoad(ctx, bc)
-	s.mu.Lock()
-	e.c, e.err = c, err
-	if err != nil {
-		delete(s.convs, id)
-		s.lru.Remove(e.elem)
-	}
-	close(e.ready)
-	victims := s.evictable()
-	s.mu.Unlock()
-	s.unload(victims)
+	c, err := s.loadEntry(o, id, func() (*conv, error) { return s.writeAndLoad(ctx, bc) })
 	if err != nil {
 		return err
 	}
