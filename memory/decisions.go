@@ -506,6 +506,25 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 	changedSums := map[string]bool{}
 	droppedSums := map[string]bool{}
 	workingChanged, summariesChanged, turnSumsChanged := false, false, false
+	// replaceSums puts a decision's remade segment and topic summaries in
+	// place (regenerated summaries, or those a forget rewrote).
+	replaceSums := func(d decision) {
+		for i := range d.Segments {
+			sg := d.Segments[i]
+			if sg.ID < 1 || sg.ID > len(c.segs) {
+				s.log.Warn("replay: summary of an unknown segment skipped", "conversation", c.id, "segment", sg.ID, "kind", d.Kind)
+				continue
+			}
+			c.segs[sg.ID-1] = &sg
+			changedSegs[sg.ID] = true
+		}
+		for i := range d.TagSums {
+			ts := d.TagSums[i]
+			c.tagSums[ts.Tag] = &ts
+			changedSums[ts.Tag] = true
+			delete(droppedSums, ts.Tag)
+		}
+	}
 	for _, d := range r.rest {
 		switch d.Kind {
 		case decCompact:
@@ -538,21 +557,7 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 			meta.CompactedThrough = d.Through
 			summariesChanged = true
 		case decSummaries:
-			for i := range d.Segments {
-				sg := d.Segments[i]
-				if sg.ID < 1 || sg.ID > len(c.segs) {
-					s.log.Warn("replay: regenerated summary of an unknown segment skipped", "conversation", c.id, "segment", sg.ID)
-					continue
-				}
-				c.segs[sg.ID-1] = &sg
-				changedSegs[sg.ID] = true
-			}
-			for i := range d.TagSums {
-				ts := d.TagSums[i]
-				c.tagSums[ts.Tag] = &ts
-				changedSums[ts.Tag] = true
-				delete(droppedSums, ts.Tag)
-			}
+			replaceSums(d)
 			summariesChanged = true
 		case decSplit:
 			if d.Split == nil {
@@ -576,20 +581,7 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 				changedTurns[seq] = true
 			}
 		case decForget:
-			for i := range d.Segments {
-				sg := d.Segments[i]
-				if sg.ID < 1 || sg.ID > len(c.segs) {
-					continue
-				}
-				c.segs[sg.ID-1] = &sg
-				changedSegs[sg.ID] = true
-			}
-			for i := range d.TagSums {
-				ts := d.TagSums[i]
-				c.tagSums[ts.Tag] = &ts
-				changedSums[ts.Tag] = true
-				delete(droppedSums, ts.Tag)
-			}
+			replaceSums(d)
 			if d.Forget != nil {
 				for _, tag := range d.Forget.Dropped {
 					if _, ok := c.tagSums[tag]; ok || changedSums[tag] {
