@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -874,7 +873,6 @@ func (s *Store) scrubRequests(id string, gone, forgot map[string]bool) error {
 		}
 		return kept
 	}
-	var b bytes.Buffer
 	for i := range recs {
 		m := &recs[i].Memory
 		m.MatchedTags = drop(m.MatchedTags, gone)
@@ -901,18 +899,8 @@ func (s *Store) scrubRequests(id string, gone, forgot map[string]bool) error {
 			inc = append(inc, r)
 		}
 		m.Included = inc
-		line, err := json.Marshal(recs[i])
-		if err != nil {
-			return fmt.Errorf("encode request record: %w", err)
-		}
-		b.Write(line)
-		b.WriteByte('\n')
 	}
-	if err := atomicWrite(path, b.Bytes()); err != nil {
-		return err
-	}
-	l.count = len(recs)
-	return nil
+	return l.rewrite(path, recs)
 }
 
 // goneTopics returns the topics of c that only forgotten turns carry (a

@@ -252,21 +252,27 @@ func (s *Store) appendRequest(rec *RequestRecord) error {
 		if err != nil {
 			return err
 		}
-		recs = recs[max(0, len(recs)-RequestRetention):]
-		var b bytes.Buffer
-		for _, r := range recs {
-			line, err := json.Marshal(r)
-			if err != nil {
-				return fmt.Errorf("encode request record: %w", err)
-			}
-			b.Write(line)
-			b.WriteByte('\n')
-		}
-		if err := atomicWrite(path, b.Bytes()); err != nil {
-			return err
-		}
-		l.count = len(recs)
+		return l.rewrite(path, recs[max(0, len(recs)-RequestRetention):])
 	}
+	return nil
+}
+
+// rewrite replaces the request history at path with recs (atomically).
+// l.mu is held.
+func (l *requestLog) rewrite(path string, recs []RequestRecord) error {
+	var b bytes.Buffer
+	for _, r := range recs {
+		line, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("encode request record: %w", err)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if err := atomicWrite(path, b.Bytes()); err != nil {
+		return err
+	}
+	l.count = len(recs)
 	return nil
 }
 
