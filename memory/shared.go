@@ -502,33 +502,45 @@ func (s *Store) markRewrite(ctx context.Context, id string) error {
 	return nil
 }
 
-// pushRewrite replaces the shared logs of id with the cache files (which
-// the operation rewrote under the session's lock), commits, and records the
-// new generation in the cache.
-func (s *Store) pushRewrite(ctx context.Context, id string, sess SharedSession) error {
+// localLines reads the lines of id's cached logs after from (the shared
+// heads, or zero for all of them) and the cache's own heads. Only records
+// that verify leave the cache: a bug or a damaged cache must not reach
+// every process.
+func (s *Store) localLines(id string, from LogHeads) (LogLines, LogHeads, error) {
+	var lines LogLines
 	local, err := s.localHeads(id)
 	if err != nil {
-		return err
+		return lines, local, err
 	}
-	var lines LogLines
-	if lines.Master, err = linesOf(s.logPath(id), 0, local.Master); err != nil {
-		return err
+	if lines.Master, err = linesOf(s.logPath(id), from.Master, local.Master); err != nil {
+		return lines, local, err
 	}
-	if lines.Decisions, err = linesOf(s.decisionsPath(id), 0, local.Decisions); err != nil {
-		return err
-	}
-	if size(lines.Master) != local.Master || size(lines.Decisions) != local.Decisions {
-		return fmt.Errorf("refusing to share a rewritten log that ends mid-line")
+	if lines.Decisions, err = linesOf(s.decisionsPath(id), from.Decisions, local.Decisions); err != nil {
+		return lines, local, err
 	}
 	for _, l := range lines.Master {
 		if _, err := verifyLine(l[:len(l)-1]); err != nil {
-			return fmt.Errorf("refusing to share a master log line that does not verify: %w", err)
+			return lines, local, fmt.Errorf("refusing to share a master log line that does not verify: %w", err)
 		}
 	}
 	for _, l := range lines.Decisions {
 		if _, ok := decodeDecision(l[:len(l)-1]); !ok {
-			return fmt.Errorf("refusing to share a decisions log line that does not verify: %q", clip(string(l), 80))
+			return lines, local, fmt.Errorf("refusing to share a decisions log line that does not verify: %q", clip(string(l), 80))
 		}
+	}
+	return lines, local, nil
+}
+
+// pushRewrite replaces the shared logs of id with the cache files (which
+// the operation rewrote under the session's lock), commits, and records the
+// new generation in the cache.
+func (s *Store) pushRewrite(ctx context.Context, id string, sess SharedSession) error {
+	lines, local, err := s.localLines(id, LogHeads{})
+	if err != nil {
+		return err
+	}
+	if size(lines.Master) != local.Master || size(lines.Decisions) != local.Decisions {
+		return fmt.Errorf("refusing to share a rewritten log that ends mid-line")
 	}
 	ctx = context.WithoutCancel(ctx)
 	if err := sess.Rewrite(ctx, lines); err != nil {
@@ -544,29 +556,9 @@ func (s *Store) pushRewrite(ctx context.Context, id string, sess SharedSession) 
 }
 
 func (s *Store) push(ctx context.Context, id string, sess SharedSession) error {
-	h := sess.Heads()
-	local, err := s.localHeads(id)
+	lines, _, err := s.localLines(id, sess.Heads())
 	if err != nil {
 		return err
-	}
-	var lines LogLines
-	if lines.Master, err = linesOf(s.logPath(id), h.Master, local.Master); err != nil {
-		return err
-	}
-	if lines.Decisions, err = linesOf(s.decisionsPath(id), h.Decisions, local.Decisions); err != nil {
-		return err
-	}
-	// Only records that verify leave the cache (a bug or a damaged cache
-	// must not reach every process).
-	for _, l := range lines.Master {
-		if _, err := verifyLine(l[:len(l)-1]); err != nil {
-			return fmt.Errorf("refusing to share a master log line that does not verify: %w", err)
-		}
-	}
-	for _, l := range lines.Decisions {
-		if _, ok := decodeDecision(l[:len(l)-1]); !ok {
-			return fmt.Errorf("refusing to share a decisions log line that does not verify: %q", clip(string(l), 80))
-		}
 	}
 	// A caller that gave up after its lines were written locally still
 	// gets them shared: otherwise the cache would hold lines the shared logs
