@@ -70,6 +70,21 @@ func (f *memFlags) settings() (settings, error) {
 }
 
 // withMemory runs fn with a client of the data directory's memory.
+// command registers f on cmd and runs run with the memory open: the shape
+// of every command that reads or writes memory and does nothing first.
+// Set cmd.Args before calling it to take arguments.
+func (f *memFlags) command(cmd *cobra.Command, run func(cmd *cobra.Command, args []string, m *memClient, cfg settings) error) *cobra.Command {
+	args := cmd.Args
+	f.register(cmd)
+	if args != nil {
+		cmd.Args = args
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return f.withMemory(cmd, func(m *memClient, cfg settings) error { return run(cmd, args, m, cfg) })
+	}
+	return cmd
+}
+
 func (f *memFlags) withMemory(cmd *cobra.Command, fn func(m *memClient, cfg settings) error) error {
 	cfg, err := f.settings()
 	if err != nil {
@@ -107,41 +122,37 @@ func statusCommand() *cobra.Command {
 		Short: "tag statistics and token usage of a conversation",
 		Long:  "Print what memory holds for a conversation: turns, segments, tokens (active and compacted), the busiest tags and which optional features (embeddings, LLM) are on.",
 	}
-	f.register(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return f.withMemory(cmd, func(m *memClient, cfg settings) error {
-			st, err := m.status(cmd.Context(), f.conv(cfg))
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if f.json {
-				return writeJSON(out, st)
-			}
-			t := st.Totals
-			fmt.Fprintf(out, "conversation %s (%d conversation(s) in %s)\n", st.ConversationID, t.Conversations, cfg.DataDir)
-			fmt.Fprintf(out, "turns: %d  segments: %d  tag summaries: %d  tags: %d\n", t.Turns, t.Segments, t.TagSummaries, st.TotalTags)
-			fmt.Fprintf(out, "tokens: %d stored, %d active, %d compacted\n", t.Tokens, t.ActiveTokens, t.CompactedTokens)
-			fmt.Fprintf(out, "embeddings: %s  llm: %s\n", onOff(st.Features.Embeddings), onOff(st.Features.LLM))
-			if via := "store opened directly"; m.shared {
-				fmt.Fprintln(out, "served by: the shared vc-mcp server")
-			} else {
-				fmt.Fprintln(out, "served by: "+via)
-			}
-			if len(st.Tags) > 0 {
-				fmt.Fprintln(out, "busiest tags:")
-				for i, tg := range st.Tags {
-					if i == 10 {
-						fmt.Fprintf(out, "  ... %d more (vc-mcp tags)\n", len(st.Tags)-10)
-						break
-					}
-					fmt.Fprintf(out, "  %-24s %4d turns  %6d tokens\n", tg.Tag, tg.Turns, tg.FullTokens)
+	return f.command(cmd, func(cmd *cobra.Command, _ []string, m *memClient, cfg settings) error {
+		st, err := m.status(cmd.Context(), f.conv(cfg))
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		if f.json {
+			return writeJSON(out, st)
+		}
+		t := st.Totals
+		fmt.Fprintf(out, "conversation %s (%d conversation(s) in %s)\n", st.ConversationID, t.Conversations, cfg.DataDir)
+		fmt.Fprintf(out, "turns: %d  segments: %d  tag summaries: %d  tags: %d\n", t.Turns, t.Segments, t.TagSummaries, st.TotalTags)
+		fmt.Fprintf(out, "tokens: %d stored, %d active, %d compacted\n", t.Tokens, t.ActiveTokens, t.CompactedTokens)
+		fmt.Fprintf(out, "embeddings: %s  llm: %s\n", onOff(st.Features.Embeddings), onOff(st.Features.LLM))
+		if via := "store opened directly"; m.shared {
+			fmt.Fprintln(out, "served by: the shared vc-mcp server")
+		} else {
+			fmt.Fprintln(out, "served by: "+via)
+		}
+		if len(st.Tags) > 0 {
+			fmt.Fprintln(out, "busiest tags:")
+			for i, tg := range st.Tags {
+				if i == 10 {
+					fmt.Fprintf(out, "  ... %d more (vc-mcp tags)\n", len(st.Tags)-10)
+					break
 				}
+				fmt.Fprintf(out, "  %-24s %4d turns  %6d tokens\n", tg.Tag, tg.Turns, tg.FullTokens)
 			}
-			return nil
-		})
-	}
-	return cmd
+		}
+		return nil
+	})
 }
 
 func onOff(b bool) string {
@@ -157,35 +168,31 @@ func tagsCommand() *cobra.Command {
 		Use:   "tags",
 		Short: "list every tag with its turn count",
 	}
-	f.register(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return f.withMemory(cmd, func(m *memClient, cfg settings) error {
-			st, err := m.status(cmd.Context(), f.conv(cfg))
-			if err != nil {
-				return err
-			}
-			type tagCount struct {
-				Tag   string `json:"tag"`
-				Turns int    `json:"turns"`
-			}
-			list := make([]tagCount, len(st.Tags))
-			for i, tg := range st.Tags {
-				list[i] = tagCount{tg.Tag, tg.Turns}
-			}
-			if f.json {
-				return writeJSON(cmd.OutOrStdout(), list)
-			}
-			if len(list) == 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "no tags in %s yet\n", st.ConversationID)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			for _, tc := range list {
-				fmt.Fprintf(tw, "%s\t%d\n", tc.Tag, tc.Turns)
-			}
-			return tw.Flush()
-		})
-	}
-	return cmd
+	return f.command(cmd, func(cmd *cobra.Command, _ []string, m *memClient, cfg settings) error {
+		st, err := m.status(cmd.Context(), f.conv(cfg))
+		if err != nil {
+			return err
+		}
+		type tagCount struct {
+			Tag   string `json:"tag"`
+			Turns int    `json:"turns"`
+		}
+		list := make([]tagCount, len(st.Tags))
+		for i, tg := range st.Tags {
+			list[i] = tagCount{tg.Tag, tg.Turns}
+		}
+		if f.json {
+			return writeJSON(cmd.OutOrStdout(), list)
+		}
+		if len(list) == 0 {
+			fmt.Fprintf(cmd.OutOrStdout(), "no tags in %s yet\n", st.ConversationID)
+		}
+		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+		for _, tc := range list {
+			fmt.Fprintf(tw, "%s\t%d\n", tc.Tag, tc.Turns)
+		}
+		return tw.Flush()
+	})
 }
 
 func domainsCommand() *cobra.Command {
@@ -194,25 +201,21 @@ func domainsCommand() *cobra.Command {
 		Use:   "domains",
 		Short: "every tag with turn counts, summary sizes and descriptions",
 	}
-	f.register(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return f.withMemory(cmd, func(m *memClient, cfg settings) error {
-			st, err := m.status(cmd.Context(), f.conv(cfg))
-			if err != nil {
-				return err
-			}
-			if f.json {
-				return writeJSON(cmd.OutOrStdout(), st.Tags)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TAG\tTURNS\tSEGMENTS\tFULL\tSUMMARY\tDEPTH\tDESCRIPTION")
-			for _, tg := range st.Tags {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", tg.Tag, tg.Turns, tg.Segments, tg.FullTokens, tg.SummaryTokens, tg.Depth, tg.Description)
-			}
-			return tw.Flush()
-		})
-	}
-	return cmd
+	return f.command(cmd, func(cmd *cobra.Command, _ []string, m *memClient, cfg settings) error {
+		st, err := m.status(cmd.Context(), f.conv(cfg))
+		if err != nil {
+			return err
+		}
+		if f.json {
+			return writeJSON(cmd.OutOrStdout(), st.Tags)
+		}
+		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TAG\tTURNS\tSEGMENTS\tFULL\tSUMMARY\tDEPTH\tDESCRIPTION")
+		for _, tg := range st.Tags {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", tg.Tag, tg.Turns, tg.Segments, tg.FullTokens, tg.SummaryTokens, tg.Depth, tg.Description)
+		}
+		return tw.Flush()
+	})
 }
 
 func recallCommand() *cobra.Command {
@@ -222,35 +225,31 @@ func recallCommand() *cobra.Command {
 		Short: "the stored summaries of one tag",
 		Long:  "Print a tag's summary and its segments' summaries, as stored (nothing is recomputed).",
 	}
-	f.register(cmd)
 	cmd.Args = exactArgs(1, "TAG")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return f.withMemory(cmd, func(m *memClient, cfg settings) error {
-			conv := f.conv(cfg)
-			uri := "virtualcontext://conversations/" + url.PathEscape(conv) + "/domains/" + url.PathEscape(args[0])
-			text, err := m.read(cmd.Context(), uri)
-			if err != nil {
-				return err
+	return f.command(cmd, func(cmd *cobra.Command, args []string, m *memClient, cfg settings) error {
+		conv := f.conv(cfg)
+		uri := "virtualcontext://conversations/" + url.PathEscape(conv) + "/domains/" + url.PathEscape(args[0])
+		text, err := m.read(cmd.Context(), uri)
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		if !f.json {
+			fmt.Fprintln(out, strings.TrimRight(text, "\n"))
+			return nil
+		}
+		st, err := m.status(cmd.Context(), conv)
+		if err != nil {
+			return err
+		}
+		res := recallTagOutput{ConversationID: st.ConversationID, Tag: args[0], Text: text}
+		for _, tg := range st.Tags {
+			if tg.Tag == args[0] {
+				res.Status = tg
 			}
-			out := cmd.OutOrStdout()
-			if !f.json {
-				fmt.Fprintln(out, strings.TrimRight(text, "\n"))
-				return nil
-			}
-			st, err := m.status(cmd.Context(), conv)
-			if err != nil {
-				return err
-			}
-			res := recallTagOutput{ConversationID: st.ConversationID, Tag: args[0], Text: text}
-			for _, tg := range st.Tags {
-				if tg.Tag == args[0] {
-					res.Status = tg
-				}
-			}
-			return writeJSON(out, res)
-		})
-	}
-	return cmd
+		}
+		return writeJSON(out, res)
+	})
 }
 
 // recallTagOutput is `recall TAG --json`: the tag's counts and its stored
