@@ -204,6 +204,7 @@ func benchScale(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	jsonOut := fs.String("json", "", "also write the report as JSON to FILE")
 	svgDir := fs.String("svg", "", "write latency-vs-turns.svg into DIR")
 	store := fs.String("store", "", "also run on this PostgreSQL URL (a new schema per size), after the same sizes on the data directory alone")
+	recallProfile := fs.String("recall-profile", "", "write a CPU profile (pprof) of the in-process recall loop to FILE (the last size's queries, 5 more rounds after the timed one)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -217,10 +218,19 @@ func benchScale(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return fmt.Errorf("bench scale: find own executable: %w", err)
 		}
 	}
-	rep, err := bench.RunScale(ctx, bench.ScaleConfig{
+	cfg := bench.ScaleConfig{
 		Sizes: ns, Queries: *queries, Seed: *seed, Binary: bin,
 		Open: benchOpener(memory.Options{}, ""), Progress: stderr,
-	})
+	}
+	if *recallProfile != "" {
+		f, err := os.Create(*recallProfile)
+		if err != nil {
+			return fmt.Errorf("bench scale: --recall-profile: %w", err)
+		}
+		defer f.Close()
+		cfg.RecallProfile = f
+	}
+	rep, err := bench.RunScale(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("bench scale: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +41,11 @@ type ScaleConfig struct {
 	RecallBudget int
 	TempDir      string
 	Progress     io.Writer
+	// RecallProfile, when set, receives a CPU profile (pprof) of the last
+	// size's in-process recall loop alone, repeated RecallProfileRounds times
+	// (default 5) over the same queries, after the timed pass.
+	RecallProfile       io.Writer
+	RecallProfileRounds int
 }
 
 // Latency summarises call durations in milliseconds.
@@ -210,6 +216,12 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, n int) (ScaleRow, error) {
 		bar.add(1)
 	}
 	row.Recall = latencyOf(ms)
+	if cfg.RecallProfile != nil && n == cfg.Sizes[len(cfg.Sizes)-1] {
+		if err := profileRecall(ctx, cfg, eng, recallQ); err != nil {
+			bar.done()
+			return row, errors.Join(err, eng.Close())
+		}
+	}
 	docs := make([]string, n)
 	for i := range docs {
 		docs[i] = syn.Turns[i].Content
@@ -317,6 +329,23 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, n int) (ScaleRow, error) {
 		row.InitializeAfterCrash, row.FirstRecallAfterCrash = latencyOf(inits), latencyOf(firsts)
 	}
 	return row, nil
+}
+
+// profileRecall writes a CPU profile of the recall loop alone: the
+// timed pass's queries, again, cfg.RecallProfileRounds times.
+func profileRecall(ctx context.Context, cfg ScaleConfig, eng Engine, queries []string) error {
+	if err := pprof.StartCPUProfile(cfg.RecallProfile); err != nil {
+		return fmt.Errorf("recall profile: %w", err)
+	}
+	defer pprof.StopCPUProfile()
+	for range cmpOr(cfg.RecallProfileRounds, 5) {
+		for _, q := range queries {
+			if _, err := eng.Recall(ctx, memory.RecallRequest{Message: q, MaxTokens: cfg.RecallBudget}); err != nil {
+				return fmt.Errorf("recall: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
