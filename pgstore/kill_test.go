@@ -39,7 +39,7 @@ func batch(from, n int) []memory.Message {
 // TestKillMidCompaction is run again as a child by TestKill9MidCompaction.
 func TestKillMidCompaction(t *testing.T) {
 	url := os.Getenv("VC_PG_KILL_CHILD")
-	if url == "" {
+	if url == "" || os.Getenv("VC_PG_KILL_DIR") == "" {
 		t.Skip("run by TestKill9MidCompaction as its child process")
 	}
 	ctx := context.Background()
@@ -47,7 +47,8 @@ func TestKillMidCompaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := memory.Open(ctx, memory.Options{Dir: t.TempDir(), Shared: logs, ContextWindow: 100000, ProtectedTurns: 2, Summarizer: stuckSummarizer{}})
+	// The parent's temporary directory: a killed child never removes its own.
+	s, err := memory.Open(ctx, memory.Options{Dir: os.Getenv("VC_PG_KILL_DIR"), Shared: logs, ContextWindow: 100000, ProtectedTurns: 2, Summarizer: stuckSummarizer{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestKill9MidCompaction(t *testing.T) {
 	url := pgtest.URL(t)
 	ctx := context.Background()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKillMidCompaction$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "VC_PG_KILL_CHILD="+url)
+	cmd.Env = append(os.Environ(), "VC_PG_KILL_CHILD="+url, "VC_PG_KILL_DIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
