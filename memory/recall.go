@@ -1,11 +1,9 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -314,35 +312,6 @@ func (s *Store) scopeConvs(ctx context.Context, id string, scope Scope) ([]*conv
 	default:
 		return nil, fmt.Errorf("%w: scope must be \"conversation\" or \"all\" (got %q)", ErrInvalid, scope)
 	}
-}
-
-// sortKeys orders map keys by value, descending, ties by tie() descending.
-// Values and ties are read once per key, not once per comparison: with
-// thousands of scored turns the map lookups were most of recall's sort.
-func sortKeys[K comparable](m map[K]float64, tie func(K) int) []K {
-	type entry struct {
-		k K
-		v float64
-		t int
-	}
-	es := make([]entry, 0, len(m))
-	for k, v := range m {
-		es = append(es, entry{k, v, tie(k)})
-	}
-	slices.SortFunc(es, func(a, b entry) int {
-		if a.v != b.v {
-			if a.v > b.v {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Compare(b.t, a.t)
-	})
-	out := make([]K, len(es))
-	for i := range es {
-		out[i] = es[i].k
-	}
-	return out
 }
 
 func appendUnique(list []string, s string) []string {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -100,19 +99,19 @@ func (s *Store) rank(ctx context.Context, convs []*conv, msg string, qvec []floa
 }
 
 // fuse adds every list's reciprocal ranks, times its weight.
-func fuse(lists []signal) map[rkey]float64 {
+func fuse(lists []signal) *board {
 	n := 0
 	for _, l := range lists {
 		n += len(l.keys)
 	}
-	scores := make(map[rkey]float64, n)
+	scores := newBoard(n)
 	for _, l := range lists {
 		rk := l.k
 		if rk == 0 {
 			rk = rrfK
 		}
 		for i, k := range l.keys {
-			scores[k] += l.weight / (rk + float64(i+1))
+			scores.add(k, l.weight/(rk+float64(i+1)))
 		}
 	}
 	return scores
@@ -147,7 +146,7 @@ func (r *ranker) search(ctx context.Context, text string, limit int) ([]rkey, er
 // in meaning by their confidence.
 func (r *ranker) tags() signal {
 	terms := index.Analyze(r.msg)
-	score := map[rkey]float64{}
+	score := newBoard(0)
 	for _, c := range r.convs {
 		qtags := c.queryTags(terms)
 		if r.qvec != nil {
@@ -164,11 +163,11 @@ func (r *ranker) tags() signal {
 				seqs = seqs[len(seqs)-maxTagPostings:] // the most recent
 			}
 			for _, seq := range seqs {
-				score[rkey{c, seq}] += c.idf(qt.tag) * qt.weight
+				score.add(rkey{c, seq}, c.idf(qt.tag)*qt.weight)
 			}
 		}
 	}
-	return signal{name: "tags", keys: sortKeys(score, func(k rkey) int { return k.seq }), weight: r.w.Tags}
+	return signal{name: "tags", keys: score.ranked(), weight: r.w.Tags}
 }
 
 // idf is a tag's inverse document frequency over the conversation's turns.
@@ -205,22 +204,22 @@ func (r *ranker) dense() []signal {
 // other signals found first (by their score), then the rest of the range,
 // earliest first, so "what did we do last week?" finds that week even
 // with no topic word.
-func (r *ranker) timeRange(pool map[rkey]float64) signal {
+func (r *ranker) timeRange(pool *board) signal {
 	q := r.q
 	if q.Since.IsZero() && q.Until.IsZero() {
 		return signal{name: "time"}
 	}
 	var in []rkey
 	seen := map[rkey]bool{}
-	for k := range pool {
+	for _, k := range pool.keys {
 		if inRange(k.c.turn(k.seq).When, q.Since, q.Until) {
 			in = append(in, k)
 			seen[k] = true
 		}
 	}
 	sort.Slice(in, func(i, j int) bool {
-		if pool[in[i]] != pool[in[j]] {
-			return pool[in[i]] > pool[in[j]]
+		if si, sj := pool.score(in[i]), pool.score(in[j]); si != sj {
+			return si > sj
 		}
 		return keyLess(in[i], in[j])
 	})
@@ -331,15 +330,12 @@ const expandSeeds = 5
 // pull in the other turns carrying them, rare topics first, and the
 // opening turns of those turns' sessions, which name the activity or the
 // plan the rest of the session talks about in other words.
-func (r *ranker) expand(first map[rkey]float64) signal {
-	if r.w.Expand == 0 || len(first) == 0 {
+func (r *ranker) expand(first *board) signal {
+	if r.w.Expand == 0 || first.len() == 0 {
 		return signal{name: "expand"}
 	}
-	seeds := sortKeys(first, func(k rkey) int { return k.seq })
-	if len(seeds) > expandSeeds {
-		seeds = seeds[:expandSeeds]
-	}
-	score := map[rkey]float64{}
+	seeds := first.top(expandSeeds)
+	score := newBoard(0)
 	for _, k := range seeds {
 		t := k.c.turn(k.seq)
 		for _, tag := range t.Tags {
@@ -352,7 +348,7 @@ func (r *ranker) expand(first map[rkey]float64) signal {
 			}
 			for _, seq := range seqs {
 				if seq != k.seq {
-					score[rkey{k.c, seq}] += k.c.idf(tag)
+					score.add(rkey{k.c, seq}, k.c.idf(tag))
 				}
 			}
 		}
@@ -364,20 +360,23 @@ func (r *ranker) expand(first map[rkey]float64) signal {
 			}
 			if seq == 1 || k.c.turn(seq-1).Session != t.Session {
 				if !o.Empty {
-					score[rkey{k.c, seq}] += 1
+					score.add(rkey{k.c, seq}, 1)
 				}
 			}
 		}
 	}
-	return signal{name: "expand", keys: sortKeys(score, func(k rkey) int { return k.seq }), weight: r.w.Expand}
+	return signal{name: "expand", keys: score.ranked(), weight: r.w.Expand}
 }
 
 // spread lends part of each turn's score to the turns beside it in its
 // session: the turn before or after a strong hit often carries the
 // question it answers or the answer it prompts.
-func (r *ranker) spread(scores map[rkey]float64) {
-	base := maps.Clone(scores)
-	for k, v := range base {
+func (r *ranker) spread(scores *board) {
+	// Each neighbour gets the largest share lent to it, added to its own
+	// score once all are known.
+	bumps := newBoard(scores.len())
+	for _, k := range scores.keys {
+		v := scores.score(k)
 		t := k.c.turn(k.seq)
 		for _, d := range [...]int{-2, -1, 1, 2} {
 			n := rkey{k.c, k.seq + d}
@@ -392,10 +391,15 @@ func (r *ranker) spread(scores map[rkey]float64) {
 			if d == -2 || d == 2 {
 				share *= r.w.Neighbor2
 			}
-			if bump := v * share; bump > scores[n]-base[n] {
-				scores[n] = base[n] + bump
+			if bump := v * share; bump > 0 {
+				if b := bumps.slot(n); bump > *b {
+					*b = bump
+				}
 			}
 		}
+	}
+	for _, k := range bumps.keys {
+		scores.add(k, bumps.score(k))
 	}
 }
 
@@ -403,7 +407,7 @@ func (r *ranker) spread(scores map[rkey]float64) {
 // (only when turns carry people's names: a role-only chat has none) and
 // the topics the model paged in. It returns the candidates best first and
 // the names of the boosts that applied.
-func (r *ranker) boost(scores map[rkey]float64) ([]candidate, []string) {
+func (r *ranker) boost(scores *board) ([]candidate, []string) {
 	speakers := map[string]bool{}
 	for _, sp := range r.q.Speakers {
 		low := strings.ToLower(sp)
@@ -422,8 +426,9 @@ func (r *ranker) boost(scores map[rkey]float64) ([]candidate, []string) {
 	for _, c := range r.convs {
 		paging[c] = c.anyPagedIn()
 	}
-	out := make([]candidate, 0, len(scores))
-	for k, v := range scores {
+	out := make([]candidate, 0, scores.len())
+	for _, k := range scores.keys {
+		v := scores.score(k)
 		t := k.c.turn(k.seq)
 		if t.Empty {
 			continue
