@@ -254,3 +254,54 @@ func (ix *Index) Purge(ctx context.Context) error {
 	}
 	return nil
 }
+
+// maxOnlyIn bounds the conversations OnlyIn counts: beyond it the check
+// costs more than the filter it would save.
+const maxOnlyIn = 8
+
+// OnlyIn reports whether every document in the index belongs to one of
+// conversations (at most 8): then a search's conversation filter admits
+// everything, and a caller that checks each hit's conversation itself may
+// leave it out, saving Bleve a leapfrog between posting lists per hit. A
+// document of another conversation added between this answer and the
+// search reaches the caller, which must drop it. Any error reads as false.
+func (ix *Index) OnlyIn(conversations []string) bool {
+	if len(conversations) == 0 || len(conversations) > maxOnlyIn {
+		return false
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.closed || ix.sync() != nil {
+		return false
+	}
+	adv, err := ix.bi.Advanced()
+	if err != nil {
+		return false
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	total, err := r.DocCount()
+	if err != nil {
+		return false
+	}
+	var n uint64
+	seen := make(map[string]bool, len(conversations))
+	for _, c := range conversations {
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		tfr, err := r.TermFieldReader(context.Background(), []byte(c), fieldConversation, false, false, false)
+		if err != nil {
+			return false
+		}
+		n += tfr.Count()
+		if tfr.Close() != nil {
+			return false
+		}
+	}
+	return n == total
+}

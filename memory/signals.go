@@ -50,6 +50,9 @@ type ranker struct {
 	w     Ranking
 	// matched collects the tags the message matched (tags signal).
 	matched []string
+	// unfiltered, once known, says that the index holds only these
+	// conversations' documents (see search).
+	unfiltered *bool
 }
 
 func (s *Store) newRanker(convs []*conv, msg string, qvec []float32, q tagging.Query, depth int) *ranker {
@@ -124,7 +127,19 @@ func (r *ranker) bm25(ctx context.Context) (signal, error) {
 }
 
 func (r *ranker) search(ctx context.Context, text string, limit int) ([]rkey, error) {
-	hits, err := r.s.ix.Search(ctx, index.Query{Text: text, Conversations: r.ids, Kinds: []string{"turn"}, Limit: limit, IDsOnly: true})
+	iq := index.Query{Text: text, Limit: limit, IDsOnly: true}
+	// Every hit is checked below (a turn of one of these conversations):
+	// when the index holds only their documents, which is the common case of
+	// one conversation per data directory, Bleve's filters admit everything
+	// and only cost it a leapfrog per hit.
+	if r.unfiltered == nil {
+		only := r.s.ix.OnlyIn(r.ids)
+		r.unfiltered = &only
+	}
+	if !*r.unfiltered {
+		iq.Conversations, iq.Kinds = r.ids, []string{"turn"}
+	}
+	hits, err := r.s.ix.Search(ctx, iq)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}

@@ -57,6 +57,9 @@ type textIndex interface {
 	Add(ctx context.Context, docs []index.Doc) error
 	Delete(ctx context.Context, ids []string) error
 	Search(ctx context.Context, q index.Query) ([]index.Hit, error)
+	// OnlyIn reports whether the index holds only these conversations'
+	// documents (a search that checks its hits may then drop its filters).
+	OnlyIn(conversations []string) bool
 	Close() error
 }
 
