@@ -36,16 +36,27 @@ func benchBM25Serve(ctx context.Context, args []string, stdin io.Reader, stdout,
 	for i := range docs {
 		docs[i] = syn.Turns[i].Content
 	}
-	x := bench.NewBM25Search(docs)
+	count, err := bench.NewCounter()
+	if err != nil {
+		return fmt.Errorf("bench bm25-serve: %w", err)
+	}
+	x := bench.NewBM25Search(docs).WithTokens(count.Count)
 	srv := mcpserver.NewMCPServer("bm25-baseline", buildVersion(), mcpserver.WithToolCapabilities(false))
 	srv.AddTool(mcpgo.NewTool("search",
 		mcpgo.WithDescription("Plain BM25 search over the stored turns; returns the best turns as text."),
 		mcpgo.WithString("query", mcpgo.Required(), mcpgo.Description("what to search for")),
 		mcpgo.WithNumber("limit", mcpgo.Description("how many turns (default 10)")),
+		mcpgo.WithNumber("max_tokens", mcpgo.Description("instead of limit: the best turns that fit in this many cl100k tokens")),
 	), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		q, err := req.RequireString("query")
 		if err != nil {
 			return mcpgo.NewToolResultError(err.Error()), nil
+		}
+		if m := req.GetInt("max_tokens", 0); m != 0 {
+			if m < 1 || m > 1_000_000 {
+				return mcpgo.NewToolResultError(fmt.Sprintf("max_tokens must be between 1 and 1000000 (got %d)", m)), nil
+			}
+			return mcpgo.NewToolResultText(x.AnswerBudget(q, m)), nil
 		}
 		k := req.GetInt("limit", 10)
 		if k < 1 || k > 1000 {

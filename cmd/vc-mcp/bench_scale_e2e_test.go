@@ -39,6 +39,14 @@ func TestBenchScaleThroughProtocol(t *testing.T) {
 	if row.BM25MCPBytes <= 0 || row.RecallMCPBytes <= row.BM25MCPBytes {
 		t.Errorf("answer bytes: recall %v, BM25 %v; want both > 0 and recall's larger", row.RecallMCPBytes, row.BM25MCPBytes)
 	}
+	// The packed baseline answers within the same budget, with more than
+	// its top 10.
+	if row.BM25PackedMCP.N != 8 || row.BM25PackedMCPBytes <= row.BM25MCPBytes || row.RecallOverBM25PackedMCP <= 0 {
+		t.Errorf("packed BM25 over MCP: %d timings, %v bytes (top 10: %v), ratio %v", row.BM25PackedMCP.N, row.BM25PackedMCPBytes, row.BM25MCPBytes, row.RecallOverBM25PackedMCP)
+	}
+	if row.BM25Packed.N == 0 || row.RecallOverBM25Packed <= 0 {
+		t.Errorf("packed BM25 in process: %+v, ratio %v", row.BM25Packed, row.RecallOverBM25Packed)
+	}
 	// Starts through the shared server, and crashes that kill it: each
 	// start answers initialize and then a recall.
 	if row.InitializeError != "" || row.InitializeAfterCrashError != "" {

@@ -18,6 +18,9 @@ type BM25Search struct {
 	postings map[string][]posting
 	dl       []float32
 	avgdl    float64
+	// tokens are each document's cl100k tokens (WithTokens), counted once
+	// as a store counts a turn's at ingest.
+	tokens []int32
 }
 
 type posting struct {
@@ -87,6 +90,44 @@ func (x *BM25Search) Answer(query string, k int) string {
 	var b strings.Builder
 	for rank, i := range x.Search(query, k) {
 		fmt.Fprintf(&b, "%d. [t%d] %s\n", rank+1, i+1, x.docs[i])
+	}
+	return b.String()
+}
+
+// WithTokens counts every document's tokens once with count, for
+// AnswerBudget.
+func (x *BM25Search) WithTokens(count func(string) int) *BM25Search {
+	x.tokens = make([]int32, len(x.docs))
+	for i, d := range x.docs {
+		x.tokens[i] = int32(count(d))
+	}
+	return x
+}
+
+// packDepth is how many hits AnswerBudget considers, as many as recall's
+// lexical signal fetches.
+const packDepth = 300
+
+// AnswerBudget is the baseline that does recall's job in the plainest
+// way: the best BM25 hits (of the first 300), best first, first fit, as
+// many as fit in maxTokens (each hit's line costs its text's tokens, counted
+// once by WithTokens, and 8 for its numbering), rendered as Answer does.
+// Without WithTokens it answers the top 10.
+func (x *BM25Search) AnswerBudget(query string, maxTokens int) string {
+	if x.tokens == nil {
+		return x.Answer(query, 10)
+	}
+	const lineCost = 8
+	var b strings.Builder
+	used, rank := 0, 0
+	for _, i := range x.Search(query, packDepth) {
+		cost := int(x.tokens[i]) + lineCost
+		if used+cost > maxTokens {
+			continue
+		}
+		used += cost
+		rank++
+		fmt.Fprintf(&b, "%d. [t%d] %s\n", rank, i+1, x.docs[i])
 	}
 	return b.String()
 }

@@ -96,6 +96,11 @@ type ScaleRow struct {
 	BM25 Latency `json:"bm25_search"`
 	// RecallOverBM25 is recall p50 / BM25 p50.
 	RecallOverBM25 float64 `json:"recall_over_bm25_p50"`
+	// BM25Packed times the same search doing recall's job the plainest
+	// way: its best hits packed first-fit into the recall budget
+	// (BM25Search.AnswerBudget), so both answers are the same size.
+	BM25Packed           Latency `json:"bm25_packed"`
+	RecallOverBM25Packed float64 `json:"recall_over_bm25_packed_p50"`
 	// RawTextBytes is the turns' content; DiskRatio is DiskBytes over it.
 	RawTextBytes int64   `json:"raw_text_bytes"`
 	DiskRatio    float64 `json:"disk_ratio"`
@@ -120,7 +125,12 @@ type ScaleRow struct {
 	RecallOverBM25MCP float64 `json:"recall_over_bm25_mcp_p50"`
 	RecallMCPBytes    float64 `json:"recall_mcp_answer_bytes"`
 	BM25MCPBytes      float64 `json:"bm25_mcp_answer_bytes"`
-	ProtocolError     string  `json:"protocol_error,omitempty"`
+	// The same server's search with max_tokens: hits packed into the
+	// recall budget (BM25Packed, over MCP).
+	BM25PackedMCP           Latency `json:"bm25_packed_mcp"`
+	RecallOverBM25PackedMCP float64 `json:"recall_over_bm25_packed_mcp_p50"`
+	BM25PackedMCPBytes      float64 `json:"bm25_packed_mcp_answer_bytes"`
+	ProtocolError           string  `json:"protocol_error,omitempty"`
 }
 
 // Growth compares two consecutive sizes: each ratio is larger/smaller, and
@@ -236,6 +246,20 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, n int) (ScaleRow, error) {
 	}
 	row.BM25 = latencyOf(ms)
 	row.RecallOverBM25 = ratio(row.Recall.P50, row.BM25.P50)
+	count, err := NewCounter()
+	if err != nil {
+		bar.done()
+		return row, errors.Join(err, eng.Close())
+	}
+	base.WithTokens(count.Count)
+	ms = ms[:0]
+	for _, q := range recallQ {
+		start := time.Now()
+		_ = base.AnswerBudget(q, cfg.RecallBudget)
+		ms = append(ms, msSince(start))
+	}
+	row.BM25Packed = latencyOf(ms)
+	row.RecallOverBM25Packed = ratio(row.Recall.P50, row.BM25Packed.P50)
 	bar.label(fmt.Sprintf("%d turns: find_quote", n))
 	ms = ms[:0]
 	for _, q := range quoteQ {
@@ -392,6 +416,12 @@ func protocolLatency(ctx context.Context, cfg ScaleConfig, row *ScaleRow, dir st
 		return fmt.Errorf("BM25 search over MCP: %w", err)
 	}
 	row.RecallOverBM25MCP = ratio(row.RecallMCP.P50, row.BM25MCP.P50)
+	row.BM25PackedMCP, row.BM25PackedMCPBytes, err = measure([]string{"bench", "bm25-serve", "--turns", strconv.Itoa(n), "--seed", strconv.FormatUint(cfg.Seed, 10)}, nil,
+		"search", func(q string) map[string]any { return map[string]any{"query": q, "max_tokens": cfg.RecallBudget} })
+	if err != nil {
+		return fmt.Errorf("BM25 search packed over MCP: %w", err)
+	}
+	row.RecallOverBM25PackedMCP = ratio(row.RecallMCP.P50, row.BM25PackedMCP.P50)
 	return nil
 }
 
@@ -666,8 +696,8 @@ func (r *ScaleReport) WriteMarkdown(w io.Writer) error {
 			float64(row.PeakRSSBytes)/(1<<20), init, row.NeedlesRecalled, row.Needles, row.QuoteHits, row.FindQuote.N)
 	}
 	b.WriteString("\nAgainst the targets (recall and BM25 in the same process over the same turns and queries; disk over raw text):\n\n")
-	b.WriteString("| turns | recall p50/p99 ms | plain BM25 p50/p99 ms | recall/BM25 p50 | disk / raw text | disk parts MB | initialize clean / after kill -9 p50 ms | first recall_context clean / after kill -9 p50 ms |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| turns | recall p50/p99 ms | plain BM25 top 10 p50/p99 ms | recall/BM25 p50 | BM25 packed to the budget p50/p99 ms | recall/packed BM25 p50 | disk / raw text | disk parts MB | initialize clean / after kill -9 p50 ms | first recall_context clean / after kill -9 p50 ms |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
 		var parts []string
 		for _, k := range []string{"logs", "decisions", "vc.db", "index.bleve"} {
@@ -690,23 +720,24 @@ func (r *ScaleReport) WriteMarkdown(w io.Writer) error {
 				first += "not measured"
 			}
 		}
-		fmt.Fprintf(&b, "| %d | %.2f / %.2f | %.2f / %.2f | %.2f | %.1fx (%.1f MB / %.1f MB) | %s | %.1f / %s | %s |\n",
+		fmt.Fprintf(&b, "| %d | %.2f / %.2f | %.2f / %.2f | %.2f | %.2f / %.2f | %.2f | %.1fx (%.1f MB / %.1f MB) | %s | %.1f / %s | %s |\n",
 			row.Turns, row.Recall.P50, row.Recall.P99, row.BM25.P50, row.BM25.P99, row.RecallOverBM25,
-			row.DiskRatio, float64(row.DiskBytes)/(1<<20), float64(row.RawTextBytes)/(1<<20), strings.Join(parts, ", "),
+			row.BM25Packed.P50, row.BM25Packed.P99, row.RecallOverBM25Packed, row.DiskRatio, float64(row.DiskBytes)/(1<<20), float64(row.RawTextBytes)/(1<<20), strings.Join(parts, ", "),
 			row.Initialize.P50, crash, first)
 	}
 	if slices.ContainsFunc(r.Rows, func(row ScaleRow) bool { return row.RecallMCP.N > 0 || row.ProtocolError != "" }) {
-		b.WriteString("\nThrough the protocol (MCP over stdio, one client, same queries, lexical as above): recall_context on `vc-mcp serve` (store in the serving process) against a plain BM25 MCP server (`vc-mcp bench bm25-serve`: the BM25 search above behind one tool, top 10, same library and transport):\n\n")
-		b.WriteString("| turns | recall_context p50/p95/p99 ms | BM25 search p50/p95/p99 ms | recall/BM25 p50 | answer bytes recall / BM25 |\n")
-		b.WriteString("|---|---|---|---|---|\n")
+		b.WriteString("\nThrough the protocol (MCP over stdio, one client, same queries, lexical as above): recall_context on `vc-mcp serve` (store in the serving process) against a plain BM25 MCP server (`vc-mcp bench bm25-serve`: the BM25 search above behind one tool, same library and transport), answering the top 10 and, with max_tokens, its hits packed into the recall budget:\n\n")
+		b.WriteString("| turns | recall_context p50/p95/p99 ms | BM25 top 10 p50/p95/p99 ms | recall/BM25 p50 | BM25 packed p50/p95/p99 ms | recall/packed BM25 p50 | answer bytes recall / BM25 / packed |\n")
+		b.WriteString("|---|---|---|---|---|---|---|\n")
 		for _, row := range r.Rows {
 			if row.ProtocolError != "" {
-				fmt.Fprintf(&b, "| %d | error: %s | | | |\n", row.Turns, strings.ReplaceAll(tail(row.ProtocolError, 160), "|", "/"))
+				fmt.Fprintf(&b, "| %d | error: %s | | | | | |\n", row.Turns, strings.ReplaceAll(tail(row.ProtocolError, 160), "|", "/"))
 				continue
 			}
-			fmt.Fprintf(&b, "| %d | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f | %.2f | %.0f / %.0f |\n",
+			fmt.Fprintf(&b, "| %d | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f | %.2f | %.2f / %.2f / %.2f | %.2f | %.0f / %.0f / %.0f |\n",
 				row.Turns, row.RecallMCP.P50, row.RecallMCP.P95, row.RecallMCP.P99, row.BM25MCP.P50, row.BM25MCP.P95, row.BM25MCP.P99,
-				row.RecallOverBM25MCP, row.RecallMCPBytes, row.BM25MCPBytes)
+				row.RecallOverBM25MCP, row.BM25PackedMCP.P50, row.BM25PackedMCP.P95, row.BM25PackedMCP.P99, row.RecallOverBM25PackedMCP,
+				row.RecallMCPBytes, row.BM25MCPBytes, row.BM25PackedMCPBytes)
 		}
 	}
 	if len(r.Growth) > 0 {

@@ -111,7 +111,7 @@ func TestRunScaleWithFakeEngine(t *testing.T) {
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| 200 |", "| 400 |", "200 -> 400", "not measured", "plain BM25 p50/p99 ms"} {
+	for _, want := range []string{"| 200 |", "| 400 |", "200 -> 400", "not measured", "plain BM25 top 10 p50/p99 ms", "BM25 packed to the budget"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}
