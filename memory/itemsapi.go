@@ -248,12 +248,29 @@ func (s *Store) appendRequest(rec *RequestRecord) error {
 	l.next++
 	l.count++
 	if l.count > RequestRetention+RequestRetention/2 {
-		recs, err := readRequests(path, false)
-		if err != nil {
-			return err
-		}
-		return l.rewrite(path, recs[max(0, len(recs)-RequestRetention):])
+		return l.trim(path, RequestRetention)
 	}
+	return nil
+}
+
+// trim keeps the newest keep lines of the request history at path
+// (atomically), copied as they are: trimming decodes nothing. l.mu is
+// held.
+func (l *requestLog) trim(path string, keep int) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read request history: %w", err)
+	}
+	data = data[:bytes.LastIndexByte(data, '\n')+1] // whole lines only
+	start, lines := len(data), 0
+	for start > 0 && lines < keep {
+		start = bytes.LastIndexByte(data[:start-1], '\n') + 1
+		lines++
+	}
+	if err := atomicWrite(path, data[start:]); err != nil {
+		return err
+	}
+	l.count = lines
 	return nil
 }
 
