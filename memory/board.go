@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // board holds one recall's scores: a score per scored turn, read and
@@ -27,6 +28,23 @@ const boardPage = 1 << boardShift
 type boardPageOf struct {
 	v  [boardPage]float64
 	in [boardPage]bool
+}
+
+// pagePool recycles pages between recalls (a recall fills a few hundred
+// KB of them); a page is zeroed before it goes back.
+var pagePool = sync.Pool{New: func() any { return new(boardPageOf) }}
+
+// release returns b's pages to the pool; b must not be used after.
+func (b *board) release() {
+	for _, ps := range b.convs {
+		for _, pg := range ps {
+			if pg != nil {
+				*pg = boardPageOf{}
+				pagePool.Put(pg)
+			}
+		}
+	}
+	b.convs, b.keys, b.last, b.lastPages = nil, nil, nil, nil
 }
 
 func newBoard(n int) *board {
@@ -69,7 +87,7 @@ func (b *board) slot(k rkey) *float64 {
 	p := k.seq >> boardShift
 	pg := ps[p]
 	if pg == nil {
-		pg = new(boardPageOf)
+		pg = pagePool.Get().(*boardPageOf)
 		ps[p] = pg
 	}
 	i := k.seq & (boardPage - 1)

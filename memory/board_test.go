@@ -10,7 +10,8 @@ import (
 
 // TestBoardMatchesMap scores random keys over three conversations on a
 // board and in a map, and checks that every score, the set of scored keys
-// and every top-n agree with a plain sort of the map.
+// and every top-n agree with a plain sort of the map. The cases run in
+// turn, each on pages the one before released.
 func TestBoardMatchesMap(t *testing.T) {
 	convs := []*conv{{id: "b"}, {id: "a"}, {id: "c"}}
 	for _, tc := range []struct {
@@ -68,6 +69,9 @@ func TestBoardMatchesMap(t *testing.T) {
 					t.Fatalf("top(%d) differs from the first %d of the map's sort", n, n)
 				}
 			}
+			// Its pages go back to the pool zeroed: the next case's board
+			// (made from them) must still agree with its map.
+			b.release()
 		})
 	}
 }

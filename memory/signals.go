@@ -79,13 +79,18 @@ func (s *Store) rank(ctx context.Context, convs []*conv, msg string, qvec []floa
 	pool := fuse(lists)
 	order, err := r.order(ctx, lists)
 	if err != nil {
+		pool.release()
 		return nil, nil, nil, err
 	}
 	lists = append(lists, r.timeRange(pool), order, r.recency())
-	lists = append(lists, r.expand(fuse(lists)))
+	pool.release()
+	first := fuse(lists)
+	lists = append(lists, r.expand(first))
+	first.release()
 	scores := fuse(lists)
 	r.spread(scores)
 	out, boosted := r.boost(scores)
+	scores.release()
 
 	var names []string
 	for _, l := range lists {
@@ -182,7 +187,9 @@ func (r *ranker) tags() signal {
 			}
 		}
 	}
-	return signal{name: "tags", keys: score.ranked(), weight: r.w.Tags}
+	keys := score.ranked()
+	score.release()
+	return signal{name: "tags", keys: keys, weight: r.w.Tags}
 }
 
 // idf is a tag's inverse document frequency over the conversation's turns.
@@ -380,7 +387,9 @@ func (r *ranker) expand(first *board) signal {
 			}
 		}
 	}
-	return signal{name: "expand", keys: score.ranked(), weight: r.w.Expand}
+	keys := score.ranked()
+	score.release()
+	return signal{name: "expand", keys: keys, weight: r.w.Expand}
 }
 
 // spread lends part of each turn's score to the turns beside it in its
@@ -416,6 +425,7 @@ func (r *ranker) spread(scores *board) {
 	for _, k := range bumps.keys {
 		scores.add(k, bumps.score(k))
 	}
+	bumps.release()
 }
 
 // boost applies the per-turn multipliers: the speaker the message names
