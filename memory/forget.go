@@ -850,7 +850,7 @@ func compactDB(path string) error {
 }
 
 // scrubRequests takes the gone topics and forgotten turns out of a
-// conversation's request history (requests/<id>.jsonl), rewriting it
+// conversation's request history (requests/<id>.jsonl.gz), rewriting it
 // atomically.
 func (s *Store) scrubRequests(id string, gone, forgot map[string]bool) error {
 	if len(gone) == 0 && len(forgot) == 0 {
@@ -860,10 +860,14 @@ func (s *Store) scrubRequests(id string, gone, forgot map[string]bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	path := s.requestsPath(id)
-	recs, err := readRequests(path, false)
-	if err != nil || len(recs) == 0 {
+	if err := l.open(path); err != nil {
 		return err
 	}
+	f, err := loadRequests(path)
+	if err != nil || len(f.recs) == 0 {
+		return err
+	}
+	recs := f.recs
 	drop := func(list []string, out map[string]bool) []string {
 		kept := list[:0:0]
 		for _, v := range list {

@@ -263,12 +263,12 @@ func TestRequestHistoryRetention(t *testing.T) {
 	if len(recs) != RequestRetention || recs[0].Seq != n || recs[len(recs)-1].Seq != n-RequestRetention+1 {
 		t.Fatalf("got %d records, newest %d, oldest %d; want %d, %d, %d", len(recs), recs[0].Seq, recs[len(recs)-1].Seq, RequestRetention, n, n-RequestRetention+1)
 	}
-	all, err := readRequests(s.requestsPath("c"), false)
+	all, err := loadRequests(s.requestsPath("c"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) > RequestRetention+RequestRetention/2 {
-		t.Errorf("file holds %d records, want at most %d", len(all), RequestRetention+RequestRetention/2)
+	if len(all.recs) > RequestRetention+RequestRetention/2 || len(all.ends) != len(all.recs) {
+		t.Errorf("file holds %d records in %d members, want at most %d", len(all.recs), len(all.ends), RequestRetention+RequestRetention/2)
 	}
 }
 

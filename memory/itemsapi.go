@@ -1,18 +1,9 @@
 package memory
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -181,150 +172,6 @@ type RequestMemory struct {
 	Breakdown   TokenBreakdown `json:"breakdown"`
 }
 
-// Request records live in requests/<conversation file>.jsonl, one JSON
-// object a line, newest last. They are a history for people, not state:
-// appends are not fsync'd, and only the newest RequestRetention are kept.
-const (
-	requestsDir = "requests"
-	// RequestRetention is how many request records a conversation keeps.
-	RequestRetention = 200
-)
-
-type requestLog struct {
-	mu     sync.Mutex
-	loaded bool
-	next   int // seq of the next record
-	count  int // records in the file
-}
-
-func (s *Store) requestsPath(id string) string {
-	return filepath.Join(s.opts.Dir, requestsDir, fileName(id)+".jsonl")
-}
-
-func (s *Store) requestLog(id string) *requestLog {
-	v, _ := s.reqs.LoadOrStore(id, &requestLog{})
-	return v.(*requestLog)
-}
-
-// appendRequest gives rec its id and appends it to its conversation's
-// request history, trimming the history to RequestRetention now and then.
-func (s *Store) appendRequest(rec *RequestRecord) error {
-	l := s.requestLog(rec.ConversationID)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	path := s.requestsPath(rec.ConversationID)
-	if !l.loaded {
-		recs, err := readRequests(path, true)
-		if err != nil {
-			return err
-		}
-		l.next, l.count = 1, len(recs)
-		if len(recs) > 0 {
-			l.next = recs[len(recs)-1].Seq + 1
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
-		}
-		l.loaded = true
-	}
-	rec.Seq, rec.ID = l.next, "r"+strconv.Itoa(l.next)
-	line, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("encode request record: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if errors.Is(err, fs.ErrNotExist) { // requests/ removed by hand since
-		if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
-			f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("open request history: %w", err)
-	}
-	_, werr := f.Write(append(line, '\n'))
-	if err := errors.Join(werr, f.Close()); err != nil {
-		return fmt.Errorf("append to request history: %w", err)
-	}
-	l.next++
-	l.count++
-	if l.count > RequestRetention+RequestRetention/2 {
-		return l.trim(path, RequestRetention)
-	}
-	return nil
-}
-
-// trim keeps the newest keep lines of the request history at path
-// (atomically), copied as they are: trimming decodes nothing. l.mu is
-// held.
-func (l *requestLog) trim(path string, keep int) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("read request history: %w", err)
-	}
-	data = data[:bytes.LastIndexByte(data, '\n')+1] // whole lines only
-	start, lines := len(data), 0
-	for start > 0 && lines < keep {
-		start = bytes.LastIndexByte(data[:start-1], '\n') + 1
-		lines++
-	}
-	if err := atomicWrite(path, data[start:]); err != nil {
-		return err
-	}
-	l.count = lines
-	return nil
-}
-
-// rewrite replaces the request history at path with recs (atomically).
-// l.mu is held.
-func (l *requestLog) rewrite(path string, recs []RequestRecord) error {
-	var b bytes.Buffer
-	for _, r := range recs {
-		line, err := json.Marshal(r)
-		if err != nil {
-			return fmt.Errorf("encode request record: %w", err)
-		}
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	if err := atomicWrite(path, b.Bytes()); err != nil {
-		return err
-	}
-	l.count = len(recs)
-	return nil
-}
-
-// readRequests reads a request history, oldest first, skipping lines that
-// do not decode. With fixTail, an unterminated last line (a write cut
-// short) is cut off so the next append starts a fresh line.
-func readRequests(path string, fixTail bool) ([]RequestRecord, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read request history: %w", err)
-	}
-	if n := len(data); n > 0 && data[n-1] != '\n' {
-		keep := bytes.LastIndexByte(data, '\n') + 1
-		data = data[:keep]
-		if fixTail {
-			if err := os.Truncate(path, int64(keep)); err != nil {
-				return nil, fmt.Errorf("repair request history: %w", err)
-			}
-		}
-	}
-	var out []RequestRecord
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for sc.Scan() {
-		var r RequestRecord
-		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Seq > 0 {
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
-
 // Requests returns a conversation's recorded recalls, newest first (at
 // most RequestRetention).
 func (s *Store) Requests(ctx context.Context, conversationID string) ([]RequestRecord, error) {
@@ -336,10 +183,7 @@ func (s *Store) Requests(ctx context.Context, conversationID string) ([]RequestR
 	if err := s.ownerAllows(ctx, id); err != nil {
 		return nil, err
 	}
-	l := s.requestLog(id)
-	l.mu.Lock()
-	recs, err := readRequests(s.requestsPath(id), false)
-	l.mu.Unlock()
+	recs, err := s.readRequestHistory(id)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,281 @@
+package memory
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+)
+
+// Request records live in requests/<conversation file>.jsonl.gz, newest
+// last: one gzip member per record, each holding the record as one JSON
+// object and a newline, so any gzip reader (`zcat`) reads the file as JSON
+// lines. A record's inclusion list repeats the same field names for every
+// turn, which compresses about tenfold; appending a member never touches the
+// ones before it, and trimming copies whole members without decoding them.
+// They are a history for people, not state: appends are not fsync'd, and
+// only the newest RequestRetention are kept. Histories written before
+// 2026-11-24 as plain JSON lines (<conversation file>.jsonl) are moved into
+// the compressed file the first time the conversation's history is used.
+const (
+	requestsDir = "requests"
+	// RequestRetention is how many request records a conversation keeps.
+	RequestRetention = 200
+)
+
+type requestLog struct {
+	mu     sync.Mutex
+	loaded bool
+	next   int // seq of the next record
+	count  int // records in the file
+}
+
+func (s *Store) requestsPath(id string) string {
+	return filepath.Join(s.opts.Dir, requestsDir, fileName(id)+".jsonl.gz")
+}
+
+func (s *Store) requestLog(id string) *requestLog {
+	v, _ := s.reqs.LoadOrStore(id, &requestLog{})
+	return v.(*requestLog)
+}
+
+// open readies the history at path for this process, once: a plain
+// history of an earlier version is moved in, a member cut short at the end
+// (a write that did not finish) is cut off, and the next sequence number
+// and the record count are read. l.mu is held.
+func (l *requestLog) open(path string) error {
+	if l.loaded {
+		return nil
+	}
+	legacy := path[:len(path)-len(".gz")]
+	old, err := readPlainRequests(legacy)
+	if err != nil {
+		return err
+	}
+	f, err := loadRequests(path)
+	if err != nil {
+		return err
+	}
+	if old != nil {
+		if err := l.rewrite(path, append(old, f.recs...)); err != nil {
+			return err
+		}
+		if err := os.Remove(legacy); err != nil {
+			return fmt.Errorf("request history moved to %s; remove the old %s: %w", filepath.Base(path), filepath.Base(legacy), err)
+		}
+		if f, err = loadRequests(path); err != nil {
+			return err
+		}
+	} else if f.good < len(f.data) {
+		if err := os.Truncate(path, int64(f.good)); err != nil {
+			return fmt.Errorf("repair request history: %w", err)
+		}
+	}
+	l.next, l.count = 1, len(f.ends)
+	if n := len(f.recs); n > 0 {
+		l.next = f.recs[n-1].Seq + 1
+	}
+	l.loaded = true
+	return nil
+}
+
+// appendRequest gives rec its id and appends it to its conversation's
+// request history, trimming the history to RequestRetention now and then.
+func (s *Store) appendRequest(rec *RequestRecord) error {
+	l := s.requestLog(rec.ConversationID)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	path := s.requestsPath(rec.ConversationID)
+	if err := l.open(path); err != nil {
+		return err
+	}
+	rec.Seq, rec.ID = l.next, "r"+strconv.Itoa(l.next)
+	member, err := encodeRequest(nil, rec)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if errors.Is(err, fs.ErrNotExist) { // requests/ not made yet, or removed by hand since
+		if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
+			f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("open request history: %w", err)
+	}
+	_, werr := f.Write(member)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return fmt.Errorf("append to request history: %w", err)
+	}
+	l.next++
+	l.count++
+	if l.count > RequestRetention+RequestRetention/2 {
+		return l.trim(path, RequestRetention)
+	}
+	return nil
+}
+
+// readRequestHistory returns a conversation's request records, oldest
+// first.
+func (s *Store) readRequestHistory(id string) ([]RequestRecord, error) {
+	l := s.requestLog(id)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	path := s.requestsPath(id)
+	if err := l.open(path); err != nil {
+		return nil, err
+	}
+	f, err := loadRequests(path)
+	return f.recs, err
+}
+
+// encodeRequest appends rec to dst as one gzip member.
+func encodeRequest(dst []byte, rec *RequestRecord) ([]byte, error) {
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("encode request record: %w", err)
+	}
+	buf := bytes.NewBuffer(dst)
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	zw.Reset(buf)
+	_, werr := zw.Write(append(line, '\n'))
+	if err := errors.Join(werr, zw.Close()); err != nil {
+		return nil, fmt.Errorf("compress request record: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// gzipWriters keeps compressors between records: making one costs more
+// than compressing a record.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed) // a valid level: no error
+	return zw
+}}
+
+// requestFile is a request history as read.
+type requestFile struct {
+	data []byte
+	// ends are the end offsets of the whole members, in order.
+	ends []int
+	// recs are the records that decode, oldest first.
+	recs []RequestRecord
+	// good is where the last whole member ends: past it lies a member cut
+	// short.
+	good int
+}
+
+var gzipMagic = []byte{0x1f, 0x8b, 0x08}
+
+// loadRequests reads the history at path (none: an empty one). A damaged
+// member is skipped (the reading resumes at the next member's header) and
+// a record that does not decode is left out; both are kept in the file.
+func loadRequests(path string) (requestFile, error) {
+	var f requestFile
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return f, fmt.Errorf("read request history: %w", err)
+	}
+	f.data = data
+	var zr gzip.Reader
+	var body bytes.Buffer
+	for off := 0; off < len(data); {
+		br := bytes.NewReader(data[off:])
+		err := zr.Reset(br)
+		if err == nil {
+			zr.Multistream(false)
+			body.Reset()
+			_, err = body.ReadFrom(&zr)
+		}
+		if err != nil {
+			next := bytes.Index(data[off+1:], gzipMagic)
+			if next < 0 {
+				break // a member cut short: the end of what can be read
+			}
+			off += 1 + next
+			continue
+		}
+		off = len(data) - br.Len()
+		f.ends = append(f.ends, off)
+		f.good = off
+		for _, line := range bytes.Split(body.Bytes(), []byte{'\n'}) {
+			var r RequestRecord
+			if len(line) > 0 && json.Unmarshal(line, &r) == nil && r.Seq > 0 {
+				f.recs = append(f.recs, r)
+			}
+		}
+	}
+	return f, nil
+}
+
+// trim keeps the newest keep members of the history at path (atomically),
+// copied as they are. l.mu is held.
+func (l *requestLog) trim(path string, keep int) error {
+	f, err := loadRequests(path)
+	if err != nil {
+		return err
+	}
+	if len(f.ends) <= keep {
+		l.count = len(f.ends)
+		return nil
+	}
+	if err := atomicWrite(path, f.data[f.ends[len(f.ends)-keep-1]:f.good]); err != nil {
+		return err
+	}
+	l.count = keep
+	return nil
+}
+
+// rewrite replaces the history at path with recs (atomically). l.mu is
+// held.
+func (l *requestLog) rewrite(path string, recs []RequestRecord) error {
+	var out []byte
+	for i := range recs {
+		var err error
+		if out, err = encodeRequest(out, &recs[i]); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+	}
+	if err := atomicWrite(path, out); err != nil {
+		return err
+	}
+	l.count = len(recs)
+	return nil
+}
+
+// readPlainRequests reads a history of an earlier version (plain JSON
+// lines), oldest first, skipping lines that do not decode; nil if there is
+// none.
+func readPlainRequests(path string) ([]RequestRecord, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read request history: %w", err)
+	}
+	out := []RequestRecord{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		var r RequestRecord
+		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Seq > 0 {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,131 @@
+package memory
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func appendN(t *testing.T, s *Store, conv string, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		rec := &RequestRecord{ConversationID: conv, Budget: 1000 + i, Memory: RequestMemory{TurnIDs: []string{"t1", "t2"}}}
+		if err := s.appendRequest(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func requestSeqs(t *testing.T, s *Store, conv string) []int {
+	t.Helper()
+	recs, err := s.Requests(context.Background(), conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, r := range recs {
+		out = append(out, r.Seq)
+	}
+	return out
+}
+
+// TestRequestHistoryIsGzipJSONLines: the file is read by a plain gzip
+// reader (what zcat does) as one JSON object a line.
+func TestRequestHistoryIsGzipJSONLines(t *testing.T) {
+	s := openTest(t, Options{})
+	appendN(t, s, "c", 5)
+	f, err := os.Open(s.requestsPath("c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f) // multistream: every member in turn
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(nil, 1<<20)
+	n := 0
+	for sc.Scan() {
+		var r RequestRecord
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("line %d: %v", n+1, err)
+		}
+		n++
+		if r.Seq != n || r.Budget != 1000+n-1 {
+			t.Fatalf("line %d: %+v", n, r)
+		}
+	}
+	if err := sc.Err(); err != nil || n != 5 {
+		t.Fatalf("read %d lines, err %v; want 5", n, err)
+	}
+}
+
+// TestRequestHistoryDamage: a member cut short at the end is cut off on the
+// next open and the numbering goes on; a damaged member inside loses its
+// record only.
+func TestRequestHistoryDamage(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	appendN(t, s, "c", 4)
+	path := s.requestsPath("c")
+	f, err := loadRequests(path)
+	if err != nil || len(f.ends) != 4 {
+		t.Fatalf("%d members, %v", len(f.ends), err)
+	}
+	// Damage the second member's compressed bytes, then cut the last
+	// member short.
+	data := append([]byte(nil), f.data...)
+	for i := f.ends[0] + 12; i < f.ends[0]+20; i++ {
+		data[i] ^= 0xff
+	}
+	data = data[:f.ends[3]-5]
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	if got := requestSeqs(t, s, "c"); len(got) != 2 || got[0] != 3 || got[1] != 1 {
+		t.Fatalf("after damage: records %v, want [3 1] (2 damaged, 4 cut short)", got)
+	}
+	appendN(t, s, "c", 1)
+	if got := requestSeqs(t, s, "c"); len(got) != 3 || got[0] != 4 {
+		t.Fatalf("after one more: records %v, want the new one numbered 4 first", got)
+	}
+}
+
+// TestPlainRequestHistoryMovesIn: a history written as plain JSON lines by
+// an earlier version is read, moved into the compressed file, and removed.
+func TestPlainRequestHistoryMovesIn(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	legacy := filepath.Join(dir, requestsDir, fileName("c")+".jsonl")
+	if err := os.MkdirAll(filepath.Dir(legacy), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var lines []byte
+	for i := 1; i <= 3; i++ {
+		b, _ := json.Marshal(RequestRecord{ID: "r", Seq: i, ConversationID: "c", Budget: i})
+		lines = append(append(lines, b...), '\n')
+	}
+	lines = append(lines, "not json\n"...)
+	if err := os.WriteFile(legacy, lines, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := requestSeqs(t, s, "c"); len(got) != 3 || got[0] != 3 {
+		t.Fatalf("records %v, want [3 2 1]", got)
+	}
+	if _, err := os.Stat(legacy); !os.IsNotExist(err) {
+		t.Fatalf("the plain history is still there: %v", err)
+	}
+	appendN(t, s, "c", 1)
+	if got := requestSeqs(t, s, "c"); len(got) != 4 || got[0] != 4 {
+		t.Fatalf("after one more: %v, want [4 3 2 1]", got)
+	}
+}
