@@ -228,17 +228,30 @@ func Exclusive(ctx context.Context, dataDir, version string) (release func(), er
 	return release, nil
 }
 
+// Held returns the pid of another live process holding dataDir (see
+// Exclusive), or 0. A hold left by a process that is gone is removed.
+func Held(dataDir string) int {
+	b, err := os.ReadFile(holdFile(dataDir))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid <= 0 || !processAlive(pid) {
+		_ = os.Remove(holdFile(dataDir))
+		return 0
+	}
+	if pid == os.Getpid() {
+		return 0
+	}
+	return pid
+}
+
 // WaitHold waits while another live process holds dataDir (see Exclusive).
 func WaitHold(ctx context.Context, dataDir string, log *slog.Logger) error {
 	logged := false
 	for {
-		b, err := os.ReadFile(holdFile(dataDir))
-		if err != nil {
-			return nil
-		}
-		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		if pid <= 0 || !processAlive(pid) {
-			_ = os.Remove(holdFile(dataDir))
+		pid := Held(dataDir)
+		if pid == 0 {
 			return nil
 		}
 		if !logged && log != nil {

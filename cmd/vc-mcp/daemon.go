@@ -101,6 +101,10 @@ func daemonIdle() (time.Duration, error) {
 	return d, nil
 }
 
+// ownerListening is called once a starting owner has the store and its
+// socket (tests take the data directory at that moment).
+var ownerListening = func() {}
+
 // runOwner is the shared server: it opens the store (or exits quietly when
 // another process holds it: that one is the owner) and serves every
 // connection on the data directory's socket.
@@ -143,6 +147,16 @@ func runOwner(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		store.Close()
 		return err
+	}
+	ownerListening()
+	// A command may have taken the data directory since WaitHold: it holds
+	// it first, then stops the owner it finds listening. Checked after
+	// Listen, either the hold is seen here or this owner was listening and
+	// is stopped, so a daemon started before the hold never keeps the
+	// store from the command.
+	if pid := share.Held(cfg.DataDir); pid != 0 {
+		log.Info("a vc-mcp command took the data directory; leaving it", "pid", pid)
+		return errors.Join(l.Close(), store.Close())
 	}
 	log.Info("serving the shared memory", "data_dir", cfg.DataDir, "socket", share.SocketPath(cfg.DataDir), "version", buildVersion(), "idle", idle)
 	srv := mcp.NewServer(store, mcp.Options{Version: buildVersion(), Logger: log, Sampling: sm.sampling})
