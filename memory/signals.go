@@ -79,7 +79,7 @@ func (s *Store) rank(ctx context.Context, convs []*conv, msg string, qvec []floa
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	lists = append(lists, r.timeRange(pool), order, r.recency())
+	lists = append(lists, r.timeRange(pool), order, r.recency(), r.names(pool))
 	lists = append(lists, r.expand(fuse(lists)))
 	scores := fuse(lists)
 	r.spread(scores)
