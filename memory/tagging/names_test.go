@@ -30,6 +30,9 @@ func TestDetectList(t *testing.T) {
 		{"When did Caroline go to the LGBTQ support group?", false},
 		{"Tell me about the books Tim read", false},
 		{"What is Caroline's relationship status?", false},
+		// What someone would do is an inclination, not a list on record.
+		{"What fields would Caroline be likely to pursue in her education?", false},
+		{"Which cities could we visit next?", false},
 		{"", false},
 	}
 	for _, tt := range tests {

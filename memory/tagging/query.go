@@ -195,13 +195,19 @@ func detectBroad(toks []token) bool {
 }
 
 // listAux are the verbs that end a list question's head ("what books
-// HAS Tim read").
-const listAux = "has|have|had|does|do|did|is|are|was|were|can|could|would|will|should"
+// HAS Tim read"). A modal ends it too, but makes it no list: "what fields
+// WOULD Caroline pursue" asks what someone is inclined to, which no turn
+// lists by name.
+const (
+	listAux   = "has|have|had|does|do|did|is|are|was|were"
+	listModal = "would|could|might|should|will|can|may|must"
+)
 
 // detectList finds a question for several things of one kind: "what" or
 // "which", then a plural noun and the verb ("what books has", "which
 // European countries has", "what kinds of interests do"); or "what are the"
-// and a plural ("what are the names of"). A plural-looking word right
+// and a plural ("what are the names of"). A modal verb makes it no list
+// (see listModal). A plural-looking word right
 // before a name is a verb ("what inspires Joanna"): the head must end at
 // the verb.
 func detectList(toks []token) bool {
@@ -219,7 +225,7 @@ func detectList(toks []token) bool {
 	seen := false
 	for j := i; j < len(toks) && j < i+5; j++ {
 		w := toks[j].low
-		if toks[j].brk {
+		if toks[j].brk || alt(w, listModal) {
 			return false
 		}
 		if alt(w, listAux) {
