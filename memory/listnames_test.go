@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -100,5 +101,37 @@ func TestNamesSignalScope(t *testing.T) {
 				t.Errorf("%q: the names signal applied (signals %v)", q, res.Signals)
 			}
 		}
+	}
+}
+
+// BenchmarkNamesSignal times a list question's recall with the names signal
+// and without it (Names 0), on the reading chat repeated to 576 turns, so
+// the signal scans its full listScan turns.
+func BenchmarkNamesSignal(b *testing.B) {
+	one, _ := readingChat()
+	var msgs []Message
+	for rep := range 12 {
+		for _, m := range one {
+			var body string
+			if err := json.Unmarshal(m.Content, &body); err != nil {
+				b.Fatal(err)
+			}
+			at, _ := time.Parse(time.RFC3339, m.Timestamp)
+			msgs = append(msgs, msg(m.Role, m.Name, fmt.Sprintf("%s (%d)", body, rep), at.AddDate(0, 0, 12*rep)))
+		}
+	}
+	for _, names := range []float64{1, 0} {
+		b.Run(fmt.Sprintf("names=%v", names), func(b *testing.B) {
+			r := DefaultRanking()
+			r.Names = names
+			s := openTest(b, Options{Ranking: &r})
+			ingest(b, s, "rd", msgs)
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := s.Recall(context.Background(), RecallRequest{ConversationID: "rd", Message: "What books has Tim read?", MaxTokens: 2000}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
