@@ -280,7 +280,7 @@ type RecallResult struct {
 	Summaries []SummaryRef `json:"summaries"`
 	// Breakdown says where the tokens went.
 	Breakdown TokenBreakdown `json:"breakdown"`
-	// Signals lists which ranking signals took part ("tags", "bm25", "dense", "time", "speaker", "recency").
+	// Signals lists which ranking signals took part ("tags", "bm25", "dense", "time", "speaker", "recency", "names").
 	Signals []string `json:"signals"`
 	// Excluded counts the ranked turns left out because the caller
 	// already holds them (RecallRequest.Exclude).

@@ -82,7 +82,7 @@ func (s *Store) rank(ctx context.Context, convs []*conv, msg string, qvec []floa
 		pool.release()
 		return nil, nil, nil, err
 	}
-	lists = append(lists, r.timeRange(pool), order, r.recency())
+	lists = append(lists, r.timeRange(pool), order, r.recency(), r.names(pool))
 	pool.release()
 	first := fuse(lists)
 	lists = append(lists, r.expand(first))

@@ -29,6 +29,12 @@ type Query struct {
 	Terms []string
 	// When: the message asks for a time ("when", "what date", "how long ago").
 	When bool
+	// List: the message asks for several things of one kind ("What books
+	// has Tim read?", "Which cities has Jon visited?", "What are the names
+	// of John's children?"): a wh-word, then a plural noun or "kinds of"
+	// before the verb. Its answer is gathered from many places, each
+	// naming one instance.
+	List bool
 }
 
 // ClassifyQuery reads a recall message. Relative dates ("yesterday", "2
@@ -40,6 +46,7 @@ func ClassifyQuery(text string, now time.Time) Query {
 	var q Query
 	q.Order = detectOrder(toks)
 	q.When = detectWhen(toks)
+	q.List = detectList(toks)
 
 	used := make([]bool, len(toks))
 	for _, d := range findDates(toks, now) {
@@ -185,6 +192,62 @@ func detectBroad(toks []token) bool {
 		}
 	}
 	return false
+}
+
+// listAux are the verbs that end a list question's head ("what books
+// HAS Tim read"). A modal ends it too, but makes it no list: "what fields
+// WOULD Caroline pursue" asks what someone is inclined to, which no turn
+// lists by name.
+const (
+	listAux   = "has|have|had|does|do|did|is|are|was|were"
+	listModal = "would|could|might|should|will|can|may|must"
+)
+
+// detectList finds a question for several things of one kind: "what" or
+// "which", then a plural noun and the verb ("what books has", "which
+// European countries has", "what kinds of interests do"); or "what are the"
+// and a plural ("what are the names of"). A modal verb makes it no list
+// (see listModal). A plural-looking word right
+// before a name is a verb ("what inspires Joanna"): the head must end at
+// the verb.
+func detectList(toks []token) bool {
+	i := 0
+	if i < len(toks) && alt(toks[i].low, "in|on|at|from|with|for|to") {
+		i++
+	}
+	if i >= len(toks) || !alt(toks[i].low, "what|which") {
+		return false
+	}
+	i++
+	if has(toks, i, "are|were", "the|some") {
+		return i+2 < len(toks) && plural(toks[i+2].low)
+	}
+	seen := false
+	for j := i; j < len(toks) && j < i+5; j++ {
+		w := toks[j].low
+		if toks[j].brk || alt(w, listModal) {
+			return false
+		}
+		if alt(w, listAux) {
+			return seen
+		}
+		seen = seen || plural(w)
+	}
+	return false
+}
+
+// plural reports a word that reads as a plural noun: a regular "-s" ending
+// that is not "-ss", "-us" or "-is", and not a verb or pronoun of asking.
+func plural(w string) bool {
+	if len(w) < 4 || !strings.HasSuffix(w, "s") || isFunction(w) {
+		return false
+	}
+	for _, suf := range [...]string{"ss", "us", "is", "'s"} {
+		if strings.HasSuffix(w, suf) {
+			return false
+		}
+	}
+	return true
 }
 
 // detectOrder finds a request for one end of the conversation.
