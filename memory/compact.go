@@ -101,18 +101,12 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 		if err != nil {
 			return err
 		}
-		sb, tb, rb := b.Bucket(bucketSegments), b.Bucket(bucketTurns), b.Bucket(bucketTagSums)
+		// The turns' records are left as they are: loading gives each
+		// turn its segment from the segments' ranges (loadConv).
+		sb, rb := b.Bucket(bucketSegments), b.Bucket(bucketTagSums)
 		for i := range plans {
-			r := &plans[i].rec
-			if err := putSegment(sb, r); err != nil {
+			if err := putSegment(sb, &plans[i].rec); err != nil {
 				return err
-			}
-			for seq := r.First; seq <= r.Last; seq++ {
-				t := *c.turn(seq)
-				t.Segment = r.ID
-				if err := putTurn(tb, &t); err != nil {
-					return err
-				}
 			}
 		}
 		for _, r := range rollups {

@@ -539,7 +539,6 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 				changedSegs[sg.ID] = true
 				for seq := sg.First; seq <= sg.Last && seq <= len(c.turns); seq++ {
 					c.turns[seq-1].Segment = sg.ID
-					changedTurns[seq] = true
 				}
 			}
 			for i := range d.TagSums {
