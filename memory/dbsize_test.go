@@ -1,9 +1,14 @@
 package memory
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -98,6 +103,107 @@ func TestTurnSegmentsFromRanges(t *testing.T) {
 		}
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// withObjectTags rewrites conversation conv's decisions log with every
+// turn of a tags decision as a JSON object, as logs held them before
+// turnTags.MarshalJSON.
+func withObjectTags(t *testing.T, dir, conv string) {
+	t.Helper()
+	path := filepath.Join(dir, decisionsDir, conv+".log")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type object turnTags
+	var out []byte
+	n := 0
+	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		d, ok := decodeDecision(bytes.TrimSuffix(line, []byte("\n")))
+		if !ok {
+			t.Fatalf("undecodable decision %.100s", line)
+		}
+		if d.Kind != decTags {
+			out = append(out, line...)
+			continue
+		}
+		if !bytes.Contains(line, []byte(`"turns":[[`)) {
+			t.Fatalf("tags decision not in the array form: %.100s", line)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(line[9:], &m); err != nil {
+			t.Fatal(err)
+		}
+		objs := make([]object, len(d.Turns))
+		for i, tt := range d.Turns {
+			objs[i] = object(tt)
+		}
+		if m["turns"], err = json.Marshal(objs); err != nil {
+			t.Fatal(err)
+		}
+		body, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = fmt.Appendf(out, "%08x %s\n", crc32.Checksum(body, castagnoli), body)
+		n += len(objs)
+	}
+	if n == 0 {
+		t.Fatal("no tags decision to rewrite")
+	}
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTurnTagsForms: a turn's tags round-trip through the array form, and
+// the object form of older logs reads the same.
+func TestTurnTagsForms(t *testing.T) {
+	cases := []struct {
+		name string
+		in   turnTags
+		want string
+	}{
+		{"tags", turnTags{Seq: 1, Hash: "749f88800b572e3b", Tags: []string{"climbing", "gym"}}, `[1,"749f88800b572e3b",["climbing","gym"]]`},
+		{"related", turnTags{Seq: 22, Hash: "ab", Tags: []string{"a"}, Related: []string{"b", "c"}}, `[22,"ab",["a"],["b","c"]]`},
+		{"rule only", turnTags{Seq: 3, Hash: "cd", Tags: []string{"a"}, Rule: true}, `[3,"cd",["a"],[],true]`},
+		{"all", turnTags{Seq: 4, Hash: "ef", Tags: []string{"a"}, Related: []string{"b"}, Rule: true}, `[4,"ef",["a"],["b"],true]`},
+		{"quotes", turnTags{Seq: 5, Hash: "01", Tags: []string{`say "hi"`}}, `[5,"01",["say \"hi\""]]`},
+	}
+	type object turnTags
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := json.Marshal(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Fatalf("got %s, want %s", got, tc.want)
+			}
+			old, err := json.Marshal(object(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, form := range [][]byte{got, old} {
+				var back turnTags
+				if err := json.Unmarshal(form, &back); err != nil {
+					t.Fatalf("decode %s: %v", form, err)
+				}
+				if !reflect.DeepEqual(back, tc.in) {
+					t.Errorf("decode %s: got %+v, want %+v", form, back, tc.in)
+				}
+			}
+		})
+	}
+	for _, bad := range []string{`[]`, `[1,"h"]`, `[1,"h",["a"],[],true,1]`, `["1","h",["a"]]`, `[1,"h","a"]`, `[1,"h",["a"],[],"yes"]`, `7`} {
+		var tt turnTags
+		if err := json.Unmarshal([]byte(bad), &tt); err == nil {
+			t.Errorf("decode %s: no error, want one", bad)
 		}
 	}
 }

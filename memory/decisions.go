@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -124,6 +125,71 @@ type turnTags struct {
 	Tags    []string `json:"tags,omitempty"`
 	Related []string `json:"related,omitempty"`
 	Rule    bool     `json:"rule,omitempty"`
+}
+
+// A tags decision holds one turnTags per stored turn (a tenth of a long
+// conversation's decisions log), so each is written as a JSON array rather
+// than an object, its member names being a third of it:
+//
+//	[seq, "hash", ["tag", ...], ["related", ...], true]
+//
+// related and the final rule flag are left out when empty or false (an
+// empty related list stands in when only rule is set). Logs written before
+// hold objects ({"seq":1,"hash":"…","tags":[…],"related":[…],"rule":true});
+// both decode.
+func (t turnTags) MarshalJSON() ([]byte, error) {
+	out := make([]byte, 0, 64)
+	out = strconv.AppendInt(append(out, '['), int64(t.Seq), 10)
+	parts := []any{t.Hash, nonNil(t.Tags)}
+	if len(t.Related) > 0 || t.Rule {
+		parts = append(parts, nonNil(t.Related))
+	}
+	if t.Rule {
+		parts = append(parts, true)
+	}
+	for _, p := range parts {
+		b, err := json.Marshal(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, ','), b...)
+	}
+	return append(out, ']'), nil
+}
+
+// UnmarshalJSON reads either form (see MarshalJSON).
+func (t *turnTags) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	if len(data) > 0 && data[0] == '{' {
+		type object turnTags // without these methods
+		var o object
+		if err := json.Unmarshal(data, &o); err != nil {
+			return err
+		}
+		*t = turnTags(o)
+		return nil
+	}
+	var parts []json.RawMessage
+	if err := json.Unmarshal(data, &parts); err != nil {
+		return err
+	}
+	if len(parts) < 3 || len(parts) > 5 {
+		return fmt.Errorf("a turn's tags: %d members, want 3 to 5", len(parts))
+	}
+	*t = turnTags{}
+	dst := []any{&t.Seq, &t.Hash, &t.Tags, &t.Related, &t.Rule}
+	for i, p := range parts {
+		if err := json.Unmarshal(p, dst[i]); err != nil {
+			return fmt.Errorf("a turn's tags, member %d: %w", i+1, err)
+		}
+	}
+	if len(t.Tags) == 0 {
+		t.Tags = nil
+	}
+	if len(t.Related) == 0 {
+		t.Related = nil
+	}
+	return nil
 }
 
 // splitRec is an applied tag split.

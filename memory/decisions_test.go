@@ -184,7 +184,7 @@ func buildDerivedStateWith(t *testing.T, dir string, inner Summarizer) snapshot 
 }
 
 func TestRebuildGivesSameAnswers(t *testing.T) {
-	for _, how := range []string{"Rebuild", "Open", "FullHashes", "RollupRefs", "RollupRefsChecked"} {
+	for _, how := range []string{"Rebuild", "Open", "FullHashes", "ObjectTags", "RollupRefs", "RollupRefsChecked"} {
 		t.Run(how, func(t *testing.T) {
 			dir := t.TempDir()
 			var before snapshot
@@ -207,12 +207,16 @@ func TestRebuildGivesSameAnswers(t *testing.T) {
 				// a hash prefix still replays.
 				withFullTagHashes(t, dir, "c")
 			}
+			if how == "ObjectTags" {
+				// A decisions log written before turns' tags were arrays.
+				withObjectTags(t, dir, "c")
+			}
 			sum := &countingSummarizer{fail: true}
 			tag := &countingTagger{fail: true}
 			split := &refusingSplitter{}
 			opts := Options{Dir: dir, ContextWindow: 1500, ProtectedTurns: 2, Summarizer: sum, Tagger: tag, Splitter: split}
 			switch how {
-			case "Rebuild", "FullHashes", "RollupRefs", "RollupRefsChecked":
+			case "Rebuild", "FullHashes", "ObjectTags", "RollupRefs", "RollupRefsChecked":
 				if err := Rebuild(context.Background(), opts, nil); err != nil {
 					t.Fatalf("Rebuild: %v", err)
 				}
