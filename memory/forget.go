@@ -832,6 +832,7 @@ func compactDB(path string) error {
 	if err != nil {
 		return fmt.Errorf("compact %s: %w", path, err)
 	}
+	dst.AllocSize = dbGrowStep
 	if err := bolt.Compact(dst, src, 1<<20); err != nil {
 		_ = dst.Close()
 		_ = os.Remove(tmp)

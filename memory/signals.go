@@ -125,7 +125,7 @@ func (r *ranker) bm25(ctx context.Context) (signal, error) {
 }
 
 func (r *ranker) search(ctx context.Context, text string, limit int) ([]rkey, error) {
-	hits, err := r.s.ix.Search(ctx, index.Query{Text: text, Conversations: r.ids, Kinds: []string{"turn"}, Limit: limit, IDsOnly: true})
+	hits, err := r.s.ix.Search(ctx, index.Query{Text: text, Conversations: r.ids, Kinds: []string{"turn"}, Limit: limit})
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
