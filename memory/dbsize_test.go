@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -205,5 +206,97 @@ func TestTurnTagsForms(t *testing.T) {
 		if err := json.Unmarshal([]byte(bad), &tt); err == nil {
 			t.Errorf("decode %s: no error, want one", bad)
 		}
+	}
+}
+
+// TestOldFormatBundleImportsTheSame: a bundle written before master log
+// format 4 and array-form tags (testdata/bundle/small-v3.jsonl, the
+// golden bundle as it was) imports into a directory that answers exactly
+// like one importing the same memory in today's formats, with no model.
+func TestOldFormatBundleImportsTheSame(t *testing.T) {
+	ctx := context.Background()
+	snaps := map[string]map[string]snapshot{}
+	for _, name := range []string{"small-v3.jsonl", "small.jsonl"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "bundle", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "small-v3.jsonl" && (!bytes.Contains(data, []byte(`"record":{"v":3,`)) || !bytes.Contains(data, []byte(`"turns":[{"seq":`))) {
+			t.Fatalf("%s is not in the old formats", name)
+		}
+		if name == "small.jsonl" && (!bytes.Contains(data, []byte(`"record":[4,`)) || !bytes.Contains(data, []byte(`"turns":[[`))) {
+			t.Fatalf("%s is not in today's formats", name)
+		}
+		sum := &countingSummarizer{fail: true}
+		tag := &countingTagger{fail: true}
+		s := openTest(t, Options{Summarizer: sum, Tagger: tag, Splitter: &refusingSplitter{}})
+		b := readBundle(t, data)
+		if _, err := s.ImportBundle(ctx, b, BundleImportOptions{}, nil); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		waitIndexed(t, s)
+		snaps[name] = map[string]snapshot{}
+		for _, c := range b.Conversations {
+			snaps[name][c.ID] = observe(t, s, c.ID)
+		}
+		if n := sum.calls.Load() + tag.calls.Load(); n != 0 {
+			t.Fatalf("%s: importing called a model %d times", name, n)
+		}
+	}
+	if len(snaps["small.jsonl"]) != 2 {
+		t.Fatalf("%d conversations imported, want 2", len(snaps["small.jsonl"]))
+	}
+	// The logs hold the same records in fewer bytes: byte ranges into
+	// them differ, nothing else may.
+	for id, want := range snaps["small.jsonl"] {
+		compareSnapshots(t, withoutLogRanges(snaps["small-v3.jsonl"][id]), withoutLogRanges(want))
+	}
+}
+
+var logRange = regexp.MustCompile(`"start":\d+,"end":\d+|bytes \d+-\d+|"log_bytes": ?\d+`)
+
+// withoutLogRanges blanks the master-log byte ranges in s's answers.
+func withoutLogRanges(s snapshot) snapshot {
+	blank := func(v string) string { return logRange.ReplaceAllString(v, "RANGE") }
+	out := snapshot{Status: blank(s.Status), Domains: map[string]string{}}
+	for k, v := range s.Domains {
+		out.Domains[k] = blank(v)
+	}
+	for _, v := range s.Recalls {
+		out.Recalls = append(out.Recalls, blank(v))
+	}
+	for _, v := range s.Quotes {
+		out.Quotes = append(out.Quotes, blank(v))
+	}
+	return out
+}
+
+// TestDocumentedRecordsVerify: the version 4 records docs/bundle.md shows
+// are ones vc-mcp reads (checksums included).
+func TestDocumentedRecordsVerify(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "docs", "bundle.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if i := bytes.Index(line, []byte(`"record":[4,`)); i >= 0 {
+			line = bytes.TrimSuffix(line[i+len(`"record":`):], []byte("}"))
+		}
+		if !bytes.HasPrefix(line, []byte("[4,")) {
+			continue
+		}
+		r, err := decodeRecord(line)
+		if err != nil {
+			t.Errorf("documented record %s: %v", line, err)
+			continue
+		}
+		if r.V != 4 || r.Seq < 1 || r.Content == "" {
+			t.Errorf("documented record %s decodes to %+v", line, r)
+		}
+		n++
+	}
+	if n < 3 {
+		t.Fatalf("found %d version 4 records in docs/bundle.md, want 3", n)
 	}
 }
