@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strings"
 	"testing"
 
+	"github.com/vc-mcp/vc-mcp/memory/summarize"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -298,5 +300,122 @@ func TestDocumentedRecordsVerify(t *testing.T) {
 	}
 	if n < 3 {
 		t.Fatalf("found %d version 4 records in docs/bundle.md, want 3", n)
+	}
+}
+
+// countSegments counts the segments compaction decisions hold in full and
+// by reference.
+func countSegments(t *testing.T, dir, conv string) (full, refs int) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, decisionsDir, conv+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		d, ok := decodeDecision(line)
+		if !ok {
+			t.Fatalf("undecodable decision %.100s", line)
+		}
+		if d.Kind == decCompact {
+			full += len(d.Segments)
+			refs += len(d.SegRefs)
+		}
+	}
+	return full, refs
+}
+
+// modelLike summarises extractively but says a model made it, as an LLM
+// summariser's results do.
+type modelLike struct{ inner Summarizer }
+
+func (m modelLike) Summarize(ctx context.Context, in summarize.Input) (summarize.Result, error) {
+	out, err := m.inner.Summarize(ctx, in)
+	out.Method, out.Version = "llm", "test/model-1"
+	return out, err
+}
+
+// TestModelSegmentsStayInFull: segments a model summarised are never
+// recorded by reference (replay could not make them without the model),
+// and a rebuild gives the same answers with no model call.
+func TestModelSegmentsStayInFull(t *testing.T) {
+	dir := t.TempDir()
+	before := buildDerivedStateWith(t, dir, modelLike{summarize.NewExtractive(&summarize.ExtractiveOptions{Count: cl100k().Count})})
+	full, refs := countSegments(t, dir, "c")
+	if full == 0 || refs != 0 {
+		t.Fatalf("compaction decisions hold %d model-made segments in full and %d by reference; want all in full", full, refs)
+	}
+	sum := &countingSummarizer{fail: true}
+	opts := Options{Dir: dir, ContextWindow: 1500, ProtectedTurns: 2, Summarizer: sum, Tagger: &countingTagger{fail: true}, Splitter: &refusingSplitter{}}
+	if err := Rebuild(context.Background(), opts, nil); err != nil {
+		t.Fatal(err)
+	}
+	s := openTest(t, opts)
+	waitIndexed(t, s)
+	if n := sum.calls.Load(); n != 0 {
+		t.Fatalf("rebuild called the summariser %d times", n)
+	}
+	compareSnapshots(t, before, observe(t, s, "c"))
+}
+
+// TestForgetThenRebuildWithSegmentRefs: forgetting turns inside segments
+// recorded by reference (one turn, then a whole topic) and rebuilding gives
+// the same answers as the live store, with no model call and no warning
+// that a reference came out differently.
+func TestForgetThenRebuildWithSegmentRefs(t *testing.T) {
+	dir := t.TempDir()
+	buildDerivedStateWith(t, dir, nil)
+	if _, refs := countSegments(t, dir, "c"); refs == 0 {
+		t.Fatal("setup: no segment recorded by reference")
+	}
+	var logs bytes.Buffer
+	opts := Options{Dir: dir, ContextWindow: 1500, ProtectedTurns: 2, Logger: slogTo(&logs)}
+	s, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []ForgetRequest{{ConversationID: "c", TurnIDs: []string{"t3"}}, {ConversationID: "c", Query: "Kyoto"}} {
+		res, err := s.Forget(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Forgotten == 0 {
+			t.Fatalf("forget %+v forgot nothing", req)
+		}
+	}
+	waitIndexed(t, s)
+	before := observe(t, s, "c")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, decisionsDir, "c.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleared := 0
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		if d, ok := decodeDecision(line); ok {
+			for _, r := range d.SegRefs {
+				if r.Cleared {
+					cleared++
+				}
+			}
+		}
+	}
+	if cleared == 0 {
+		t.Fatal("no segment reference was cleared by the forgets")
+	}
+	sum := &countingSummarizer{fail: true}
+	opts.Summarizer, opts.Tagger, opts.Splitter = sum, &countingTagger{fail: true}, &refusingSplitter{}
+	if err := Rebuild(context.Background(), opts, nil); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, opts)
+	waitIndexed(t, s)
+	compareSnapshots(t, before, observe(t, s, "c"))
+	if n := sum.calls.Load(); n != 0 {
+		t.Errorf("rebuild called the summariser %d times", n)
+	}
+	if strings.Contains(logs.String(), "came out differently") {
+		t.Errorf("a segment reference replayed differently:\n%s", logs.String())
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,7 +30,10 @@ import (
 // tags for each turn, compaction boundaries with their segment and tag
 // summaries (method and version included), summary regenerations, tag
 // splits with their aliases, working-set changes, and per-message
-// summaries (made, or cleared). The master logs plus
+// summaries (made, or cleared). Segment and topic summaries the
+// extractive summariser made are recorded by reference (segmentref.go,
+// rollupref.go) and made again on replay; those a model made are recorded
+// in full. The master logs plus
 // these logs are the durable inputs: vc.db and index.bleve are a function of
 // them, and Rebuild replays both without calling a tagger, summariser or
 // splitter.
@@ -79,6 +83,10 @@ type decision struct {
 	// decCompact: extractive rollups recorded by reference (rollupref.go),
 	// applied after TagSums (no tag is in both).
 	TagRefs []rollupRef `json:"tag_refs,omitempty"`
+	// decCompact: extractive segments recorded by reference
+	// (segmentref.go); with Segments, the compaction's segments in id
+	// order.
+	SegRefs []segmentRef `json:"segment_refs,omitempty"`
 
 	// decSplit
 	Split *splitRec `json:"split,omitempty"`
@@ -594,13 +602,29 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 	for _, d := range r.rest {
 		switch d.Kind {
 		case decCompact:
-			if len(d.Segments) == 0 || d.Through <= meta.CompactedThrough || d.Through > len(c.turns) ||
-				d.Segments[0].ID != len(c.segs)+1 || d.Segments[0].First != meta.CompactedThrough+1 {
+			firstID, firstSeq := 0, 0
+			for _, sg := range d.Segments {
+				if firstID == 0 || sg.ID < firstID {
+					firstID, firstSeq = sg.ID, sg.First
+				}
+			}
+			for _, ref := range d.SegRefs {
+				if firstID == 0 || ref.ID < firstID {
+					firstID, firstSeq = ref.ID, ref.First
+				}
+			}
+			if firstID == 0 || d.Through <= meta.CompactedThrough || d.Through > len(c.turns) ||
+				firstID != len(c.segs)+1 || firstSeq != meta.CompactedThrough+1 {
 				s.log.Warn("replay: compaction decision does not fit the stored state; skipped", "conversation", c.id, "through", d.Through)
 				continue
 			}
-			for i := range d.Segments {
-				sg := d.Segments[i]
+			segs := slices.Clone(d.Segments)
+			for _, ref := range d.SegRefs {
+				segs = append(segs, s.resolveSegment(ctx, c, ref))
+			}
+			sort.Slice(segs, func(i, j int) bool { return segs[i].ID < segs[j].ID })
+			for i := range segs {
+				sg := segs[i]
 				c.segs = append(c.segs, &sg)
 				changedSegs[sg.ID] = true
 				for seq := sg.First; seq <= sg.Last && seq <= len(c.turns); seq++ {

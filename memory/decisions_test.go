@@ -201,6 +201,9 @@ func TestRebuildGivesSameAnswers(t *testing.T) {
 				if refs == 0 || full != 0 {
 					t.Fatalf("compaction decisions hold %d rollups in full and %d by reference; want all by reference", full, refs)
 				}
+				if full, refs := countSegments(t, dir, "c"); refs == 0 || full != 0 {
+					t.Fatalf("compaction decisions hold %d segments in full and %d by reference; want all by reference", full, refs)
+				}
 			}
 			if how == "FullHashes" {
 				// A decisions log written before tags decisions kept only
