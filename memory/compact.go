@@ -126,7 +126,7 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 			}
 		}
 		for _, r := range rollups {
-			if err := putJSON(rb, []byte(r.Tag), r); err != nil {
+			if err := putTagSum(rb, r); err != nil {
 				return err
 			}
 		}

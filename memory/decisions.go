@@ -744,7 +744,7 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 			}
 		}
 		for tag := range changedSums {
-			if err := putJSON(rb, []byte(tag), c.tagSums[tag]); err != nil {
+			if err := putTagSum(rb, c.tagSums[tag]); err != nil {
 				return err
 			}
 		}

@@ -312,8 +312,8 @@ func loadConv(tx *bolt.Tx, id string) (*conv, error) {
 	}
 	if tb := b.Bucket(bucketTagSums); tb != nil {
 		err := tb.ForEach(func(k, v []byte) error {
-			s := &tagSummaryRec{}
-			if err := json.Unmarshal(v, s); err != nil {
+			s, err := decodeTagSum(v)
+			if err != nil {
 				return fmt.Errorf("decode tag summary of %s: %w", id, err)
 			}
 			c.tagSums[s.Tag] = s
