@@ -92,7 +92,9 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 	meta.CompactedThrough = through
 	freedFull, summaryTokens := 0, 0
 	dec := decision{Kind: decCompact, Through: through}
+	made := make([]segmentRec, len(plans))
 	for i := range plans {
+		made[i] = plans[i].rec
 		if segRefs[i] != nil {
 			dec.SegRefs = append(dec.SegRefs, *segRefs[i])
 		} else {
@@ -103,6 +105,9 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 		// An extractive rollup is recorded by reference when replay can
 		// make it again from the same inputs (rollupref.go).
 		if ref, ok := rollupReference(r, prevs[r.Tag], c.tagSums[r.Tag], replayable[r.Tag]); ok {
+			if slices.Equal(ref.Add, derivedAdd(r.Tag, made)) {
+				ref.Add = nil // replay derives it
+			}
 			dec.TagRefs = append(dec.TagRefs, ref)
 		} else {
 			dec.TagSums = append(dec.TagSums, *r)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"regexp"
 	"strings"
 	"testing"
@@ -417,5 +418,58 @@ func TestForgetThenRebuildWithSegmentRefs(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "came out differently") {
 		t.Errorf("a segment reference replayed differently:\n%s", logs.String())
+	}
+}
+
+// withExplicitAdds rewrites conversation conv's decisions log with every
+// rollup reference naming the segments it adds, as references did before
+// they left them out.
+func withExplicitAdds(t *testing.T, dir, conv string) {
+	t.Helper()
+	path := filepath.Join(dir, decisionsDir, conv+".log")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	n := 0
+	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		d, ok := decodeDecision(bytes.TrimSuffix(line, []byte("\n")))
+		if !ok {
+			t.Fatalf("undecodable decision %.100s", line)
+		}
+		if len(d.TagRefs) == 0 {
+			out = append(out, line...)
+			continue
+		}
+		segs := append([]segmentRec(nil), d.Segments...)
+		for _, r := range d.SegRefs {
+			segs = append(segs, segmentRec{ID: r.ID, Tags: r.Tags})
+		}
+		sort.Slice(segs, func(i, j int) bool { return segs[i].ID < segs[j].ID })
+		for i := range d.TagRefs {
+			if d.TagRefs[i].Add != nil {
+				t.Fatalf("rollup reference of %s names its segments %v: want them left out", d.TagRefs[i].Tag, d.TagRefs[i].Add)
+			}
+			d.TagRefs[i].Add = derivedAdd(d.TagRefs[i].Tag, segs)
+			n++
+		}
+		enc, err := encodeDecision(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(enc, []byte(`"add":[`)) {
+			t.Fatalf("rewritten decision names no segments: %.200s", enc)
+		}
+		out = append(out, enc...)
+	}
+	if n == 0 {
+		t.Fatal("no rollup reference to rewrite")
+	}
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -638,6 +638,9 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 				delete(droppedSums, ts.Tag)
 			}
 			for _, ref := range d.TagRefs {
+				if ref.Add == nil {
+					ref.Add = derivedAdd(ref.Tag, segs)
+				}
 				ts := s.resolveRollup(ctx, c, ref)
 				c.tagSums[ts.Tag] = ts
 				changedSums[ts.Tag] = true
