@@ -12,7 +12,8 @@
 // Porter stemming); Analyze exposes the same pipeline. Conversation, Kind
 // and Speaker are keywords matched exactly (Speaker lowercased on both
 // sides); nothing else is indexed that no query filters on (no role, no
-// tags). Seq is stored only. No time is indexed (a
+// tags). Nothing but the document ID is stored: a Hit is the ID the
+// caller chose, and its score. No time is indexed (a
 // datetime costs 16 prefix terms a document); Query.IDs filters by document
 // instead, for a caller that knows which documents fall in a time range. The
 // text itself is not stored (the caller holds it, a turn's in its master

@@ -25,11 +25,11 @@ func ExampleIndex_Search() {
 
 	ctx := context.Background()
 	docs := []index.Doc{
-		{ID: "trip/t1", Conversation: "trip", Kind: "turn", Speaker: "user", Seq: 1,
+		{ID: "trip/t1", Conversation: "trip", Kind: "turn", Speaker: "user",
 			Text: "We should book the flights to Lisbon before prices go up."},
-		{ID: "trip/t2", Conversation: "trip", Kind: "turn", Speaker: "assistant", Seq: 2,
+		{ID: "trip/t2", Conversation: "trip", Kind: "turn", Speaker: "assistant",
 			Text: "Flight prices to Lisbon usually rise in May."},
-		{ID: "work/t1", Conversation: "work", Kind: "turn", Speaker: "user", Seq: 1,
+		{ID: "work/t1", Conversation: "work", Kind: "turn", Speaker: "user",
 			Text: "The Lisbon office booked the meeting room."},
 	}
 	// The index keeps no text: the caller's copy gives the excerpts.
@@ -50,11 +50,11 @@ func ExampleIndex_Search() {
 		log.Fatal(err)
 	}
 	for _, h := range hits {
-		fmt.Println(h.ID, h.Seq, index.Fragments(texts[h.ID], h.Matches))
+		fmt.Println(h.ID, index.Fragments(texts[h.ID], h.Matches))
 	}
 	fmt.Println(index.Analyze("when did we book flights to Lisbon?"))
 	// Output:
-	// trip/t1 1 [We should **book** the **flights** to **Lisbon** before prices go up.]
-	// trip/t2 2 [**Flight** prices to **Lisbon** usually rise in May.]
+	// trip/t1 [We should **book** the **flights** to **Lisbon** before prices go up.]
+	// trip/t2 [**Flight** prices to **Lisbon** usually rise in May.]
 	// [book flight lisbon]
 }

@@ -42,7 +42,7 @@ var (
 
 // schemaVersion changes whenever the mapping below changes; an index with
 // another version is reported as ErrCorrupt so that callers rebuild it.
-const schemaVersion = "vc-mcp-index-2"
+const schemaVersion = "vc-mcp-index-3"
 
 // Internal (non-document) keys. stateKey is "open" while an Index is in
 // use and "closed" after a clean Close: an index found "open" was not
@@ -61,7 +61,6 @@ const (
 	fieldConversation = "conversation"
 	fieldKind         = "kind"
 	fieldSpeaker      = "speaker"
-	fieldSeq          = "seq"
 )
 
 // Defaults for Options.
@@ -82,7 +81,6 @@ type Doc struct {
 	Kind         string // "turn" | "segment" | "tag", matched exactly
 	Text         string // analysed English full text
 	Speaker      string // matched exactly but case-insensitively
-	Seq          int64  // turn sequence number, 0 for summaries
 }
 
 // Options tunes an Index. A nil *Options means defaults.
@@ -280,28 +278,25 @@ func newMapping() *mapping.IndexMappingImpl {
 	text.IncludeInAll = false
 	text.DocValues = false
 
-	kw := func(store bool) *mapping.FieldMapping {
+	// Nothing is stored but the document ID (Bleve's own): a hit is its
+	// ID, which the caller chose and can read (schema 2 stored the
+	// conversation, kind and sequence number too, a sixth of the index, for
+	// callers that all know their IDs).
+	kw := func() *mapping.FieldMapping {
 		f := mapping.NewKeywordFieldMapping()
 		f.Analyzer = keyword.Name
-		f.Store = store
+		f.Store = false
 		f.IncludeTermVectors = false
 		f.IncludeInAll = false
 		f.DocValues = false
 		return f
 	}
 
-	seq := mapping.NewNumericFieldMapping()
-	seq.Index = false
-	seq.Store = true
-	seq.IncludeInAll = false
-	seq.DocValues = false
-
 	dm := mapping.NewDocumentStaticMapping()
 	dm.AddFieldMappingsAt(fieldText, text)
-	dm.AddFieldMappingsAt(fieldConversation, kw(true))
-	dm.AddFieldMappingsAt(fieldKind, kw(true))
-	dm.AddFieldMappingsAt(fieldSpeaker, kw(false))
-	dm.AddFieldMappingsAt(fieldSeq, seq)
+	dm.AddFieldMappingsAt(fieldConversation, kw())
+	dm.AddFieldMappingsAt(fieldKind, kw())
+	dm.AddFieldMappingsAt(fieldSpeaker, kw())
 	dm.AddSubDocumentMapping("_all", mapping.NewDocumentDisabledMapping())
 
 	im := mapping.NewIndexMapping()
@@ -322,7 +317,6 @@ func bleveDoc(d Doc) map[string]any {
 		fieldText:         strings.ToValidUTF8(d.Text, "\uFFFD"),
 		fieldConversation: d.Conversation,
 		fieldKind:         d.Kind,
-		fieldSeq:          d.Seq,
 	}
 	if s := normKeyword(d.Speaker); s != "" {
 		m[fieldSpeaker] = s

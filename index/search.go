@@ -41,19 +41,13 @@ type Query struct {
 	IDs       []string
 	Limit     int  // <= 0 means DefaultLimit; capped at MaxLimit
 	Highlight bool // fill Hit.Matches (see Fragments)
-	// IDsOnly leaves Conversation, Kind and Seq empty: no stored field is
-	// read, which is a good part of a search's cost. For a caller that
-	// knows its own ID scheme.
-	IDsOnly bool
 }
 
-// Hit is one matching document, best first.
+// Hit is one matching document, best first: its ID (the index stores
+// nothing else of it; the caller knows its own ID scheme) and score.
 type Hit struct {
-	ID           string
-	Conversation string
-	Kind         string
-	Seq          int64
-	Score        float64
+	ID    string
+	Score float64
 	// Matches are the byte spans of the matched terms in the document's
 	// text, in no particular order; only with Query.Highlight. The index
 	// does not store the text: Fragments(text, h.Matches) cuts excerpts
@@ -86,9 +80,6 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	}
 	req := bleve.NewSearchRequestOptions(bq, min(limit, MaxLimit), 0, false)
 	req.SortBy([]string{"-_score", "_id"})
-	if !q.IDsOnly {
-		req.Fields = []string{fieldConversation, fieldKind, fieldSeq}
-	}
 	if q.Highlight {
 		req.IncludeLocations = true
 	}
@@ -104,15 +95,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 
 	hits := make([]Hit, 0, len(res.Hits))
 	for _, dm := range res.Hits {
-		h := Hit{
-			ID:           dm.ID,
-			Conversation: stringField(dm.Fields[fieldConversation]),
-			Kind:         stringField(dm.Fields[fieldKind]),
-			Score:        dm.Score,
-		}
-		if f, ok := dm.Fields[fieldSeq].(float64); ok {
-			h.Seq = int64(f)
-		}
+		h := Hit{ID: dm.ID, Score: dm.Score}
 		if q.Highlight {
 			for _, locs := range dm.Locations[fieldText] {
 				for _, l := range locs {
@@ -123,11 +106,6 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		hits = append(hits, h)
 	}
 	return hits, nil
-}
-
-func stringField(v any) string {
-	s, _ := v.(string)
-	return s
 }
 
 // buildQuery translates q into Bleve's query tree:
@@ -240,7 +218,7 @@ func (ix *Index) bm25Stats() (*bsearch.BM25Stats, error) {
 	}
 	card := int(n) * bm25AvgFieldLength
 	fields := map[string]int{}
-	for _, f := range []string{fieldText, fieldConversation, fieldKind, fieldSpeaker, fieldSeq} {
+	for _, f := range []string{fieldText, fieldConversation, fieldKind, fieldSpeaker} {
 		fields[f] = card
 	}
 	return &bsearch.BM25Stats{DocCount: float64(n), FieldCardinality: fields}, nil

@@ -36,7 +36,6 @@ func synthDocs(n int, seed uint64) []Doc {
 			Kind:         "turn",
 			Text:         strings.TrimSpace(strings.Join(s, " ")) + ".",
 			Speaker:      synthSpeakers[i%2],
-			Seq:          int64(i/10 + 1),
 		}
 	}
 	return docs

@@ -190,7 +190,8 @@ func readLogTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
 	tool := mcpgo.NewTool("read_log",
 		mcpgo.WithDescription("Read back, verbatim, what an answer cut or left out for its budget: recall_context and expand_topic mark it "+
 			"[truncated: N tokens ...; log <file> bytes START-END ...]; pass START and END (and the conversation_id) here. "+
-			"Returns the master log's bytes in that range (JSON records, one a line, the message text in \"content\"). Read-only; at most 256 KiB a call."),
+			"Returns the master log's bytes in that range: JSON records, one a line, each [4, turn number, role, speaker, message text, said at, stored at, checksum] "+
+			"(older records are objects with the text in \"content\"). Read-only; at most 256 KiB a call."),
 		rawInputSchema(readLogInputSchema()),
 		mcpgo.WithRawOutputSchema(outputSchema[memory.ReadLogResult]()),
 		annotations("Read the master log", true, false, true),

@@ -325,7 +325,9 @@ func ReadBundle(r io.Reader) (*Bundle, error) {
 				return nil, bad("%s of conversation %q outside that conversation's lines", l.Type, l.Conversation)
 			}
 			rec := []byte(l.Record)
-			if len(rec) == 0 || rec[0] != '{' {
+			// A message record is an array since master log format 4, an
+			// object before; a decision record is an object.
+			if len(rec) == 0 || rec[0] != '{' && (rec[0] != '[' || l.Type != bundleMessage) {
 				return nil, bad("%s without a record object", l.Type)
 			}
 			if bytes.ContainsAny(rec, "\r\n") {

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -23,6 +24,9 @@ type compactResult struct {
 type segmentPlan struct {
 	rec   segmentRec
 	turns []summarize.Turn
+	// inTags are the tags the summariser was given (rec.Tags before it
+	// added its own).
+	inTags []string
 }
 
 // maybeCompact compacts the conversation when its uncompacted turns cross
@@ -59,6 +63,14 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 		plans[i].rec.ID = nextID + i
 		fresh[i] = &plans[i].rec
 	}
+	// An extractive segment is recorded by reference when replay can make
+	// it again from the same inputs (segmentref.go).
+	segRefs := make([]*segmentRef, len(plans))
+	for i := range plans {
+		if ref, ok := s.segmentReference(ctx, c, &plans[i]); ok {
+			segRefs[i] = &ref
+		}
+	}
 	touched := c.rollupTags(fresh)
 	inputs := c.incrementalRollups(touched, fresh)
 	prevs := make(map[string]*tagSummaryRec, len(touched))
@@ -79,14 +91,23 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 	meta := c.meta
 	meta.CompactedThrough = through
 	freedFull, summaryTokens := 0, 0
-	dec := decision{Kind: decCompact, Through: through, Segments: make([]segmentRec, len(plans))}
+	dec := decision{Kind: decCompact, Through: through}
+	made := make([]segmentRec, len(plans))
 	for i := range plans {
-		dec.Segments[i] = plans[i].rec
+		made[i] = plans[i].rec
+		if segRefs[i] != nil {
+			dec.SegRefs = append(dec.SegRefs, *segRefs[i])
+		} else {
+			dec.Segments = append(dec.Segments, plans[i].rec)
+		}
 	}
 	for _, r := range rollups {
 		// An extractive rollup is recorded by reference when replay can
 		// make it again from the same inputs (rollupref.go).
 		if ref, ok := rollupReference(r, prevs[r.Tag], c.tagSums[r.Tag], replayable[r.Tag]); ok {
+			if slices.Equal(ref.Add, derivedAdd(r.Tag, made)) {
+				ref.Add = nil // replay derives it
+			}
 			dec.TagRefs = append(dec.TagRefs, ref)
 		} else {
 			dec.TagSums = append(dec.TagSums, *r)
@@ -101,22 +122,16 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 		if err != nil {
 			return err
 		}
-		sb, tb, rb := b.Bucket(bucketSegments), b.Bucket(bucketTurns), b.Bucket(bucketTagSums)
+		// The turns' records are left as they are: loading gives each
+		// turn its segment from the segments' ranges (loadConv).
+		sb, rb := b.Bucket(bucketSegments), b.Bucket(bucketTagSums)
 		for i := range plans {
-			r := &plans[i].rec
-			if err := putSegment(sb, r); err != nil {
+			if err := putSegment(sb, &plans[i].rec); err != nil {
 				return err
-			}
-			for seq := r.First; seq <= r.Last; seq++ {
-				t := *c.turn(seq)
-				t.Segment = r.ID
-				if err := putTurn(tb, &t); err != nil {
-					return err
-				}
 			}
 		}
 		for _, r := range rollups {
-			if err := putJSON(rb, []byte(r.Tag), r); err != nil {
+			if err := putTagSum(rb, r); err != nil {
 				return err
 			}
 		}
@@ -166,19 +181,10 @@ func (s *Store) summariseSegments(ctx context.Context, convID string, plans []se
 	for i := range plans {
 		p := &plans[i]
 		g.Go(func() error {
-			limit := segmentSummaryTokens(p.rec.FullTokens)
-			out, err := s.sum.Summarize(gctx, summarize.Input{
-				ConversationID: convID, Kind: summarize.Segment, Tag: p.rec.Primary, Tags: p.rec.Tags, Turns: p.turns,
-				MaxTokens: limit,
-			})
-			if err != nil {
+			p.inTags = slices.Clone(p.rec.Tags)
+			if err := s.summariseSegment(gctx, s.sum, convID, &p.rec, p.inTags, p.turns); err != nil {
 				return fmt.Errorf("summarise segment of %s: %w", convID, err)
 			}
-			p.rec.Summary = s.tok.Truncate(out.Summary, limit)
-			p.rec.SummaryTokens = s.tok.Count(p.rec.Summary)
-			p.rec.Tags = mergeTags(p.rec.Tags, out.Tags)
-			p.rec.Entities, p.rec.Decisions = out.Entities, out.Decisions
-			p.rec.Method, p.rec.Version = out.Method, out.Version
 			p.rec.CreatedAt = s.now().UTC()
 			step("summarised segment " + p.rec.Primary)
 			return nil

@@ -13,7 +13,9 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,7 +30,10 @@ import (
 // tags for each turn, compaction boundaries with their segment and tag
 // summaries (method and version included), summary regenerations, tag
 // splits with their aliases, working-set changes, and per-message
-// summaries (made, or cleared). The master logs plus
+// summaries (made, or cleared). Segment and topic summaries the
+// extractive summariser made are recorded by reference (segmentref.go,
+// rollupref.go) and made again on replay; those a model made are recorded
+// in full. The master logs plus
 // these logs are the durable inputs: vc.db and index.bleve are a function of
 // them, and Rebuild replays both without calling a tagger, summariser or
 // splitter.
@@ -78,6 +83,10 @@ type decision struct {
 	// decCompact: extractive rollups recorded by reference (rollupref.go),
 	// applied after TagSums (no tag is in both).
 	TagRefs []rollupRef `json:"tag_refs,omitempty"`
+	// decCompact: extractive segments recorded by reference
+	// (segmentref.go); with Segments, the compaction's segments in id
+	// order.
+	SegRefs []segmentRef `json:"segment_refs,omitempty"`
 
 	// decSplit
 	Split *splitRec `json:"split,omitempty"`
@@ -124,6 +133,71 @@ type turnTags struct {
 	Tags    []string `json:"tags,omitempty"`
 	Related []string `json:"related,omitempty"`
 	Rule    bool     `json:"rule,omitempty"`
+}
+
+// A tags decision holds one turnTags per stored turn (a tenth of a long
+// conversation's decisions log), so each is written as a JSON array rather
+// than an object, its member names being a third of it:
+//
+//	[seq, "hash", ["tag", ...], ["related", ...], true]
+//
+// related and the final rule flag are left out when empty or false (an
+// empty related list stands in when only rule is set). Logs written before
+// hold objects ({"seq":1,"hash":"…","tags":[…],"related":[…],"rule":true});
+// both decode.
+func (t turnTags) MarshalJSON() ([]byte, error) {
+	out := make([]byte, 0, 64)
+	out = strconv.AppendInt(append(out, '['), int64(t.Seq), 10)
+	parts := []any{t.Hash, nonNil(t.Tags)}
+	if len(t.Related) > 0 || t.Rule {
+		parts = append(parts, nonNil(t.Related))
+	}
+	if t.Rule {
+		parts = append(parts, true)
+	}
+	for _, p := range parts {
+		b, err := json.Marshal(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, ','), b...)
+	}
+	return append(out, ']'), nil
+}
+
+// UnmarshalJSON reads either form (see MarshalJSON).
+func (t *turnTags) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	if len(data) > 0 && data[0] == '{' {
+		type object turnTags // without these methods
+		var o object
+		if err := json.Unmarshal(data, &o); err != nil {
+			return err
+		}
+		*t = turnTags(o)
+		return nil
+	}
+	var parts []json.RawMessage
+	if err := json.Unmarshal(data, &parts); err != nil {
+		return err
+	}
+	if len(parts) < 3 || len(parts) > 5 {
+		return fmt.Errorf("a turn's tags: %d members, want 3 to 5", len(parts))
+	}
+	*t = turnTags{}
+	dst := []any{&t.Seq, &t.Hash, &t.Tags, &t.Related, &t.Rule}
+	for i, p := range parts {
+		if err := json.Unmarshal(p, dst[i]); err != nil {
+			return fmt.Errorf("a turn's tags, member %d: %w", i+1, err)
+		}
+	}
+	if len(t.Tags) == 0 {
+		t.Tags = nil
+	}
+	if len(t.Related) == 0 {
+		t.Related = nil
+	}
+	return nil
 }
 
 // splitRec is an applied tag split.
@@ -528,18 +602,33 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 	for _, d := range r.rest {
 		switch d.Kind {
 		case decCompact:
-			if len(d.Segments) == 0 || d.Through <= meta.CompactedThrough || d.Through > len(c.turns) ||
-				d.Segments[0].ID != len(c.segs)+1 || d.Segments[0].First != meta.CompactedThrough+1 {
+			firstID, firstSeq := 0, 0
+			for _, sg := range d.Segments {
+				if firstID == 0 || sg.ID < firstID {
+					firstID, firstSeq = sg.ID, sg.First
+				}
+			}
+			for _, ref := range d.SegRefs {
+				if firstID == 0 || ref.ID < firstID {
+					firstID, firstSeq = ref.ID, ref.First
+				}
+			}
+			if firstID == 0 || d.Through <= meta.CompactedThrough || d.Through > len(c.turns) ||
+				firstID != len(c.segs)+1 || firstSeq != meta.CompactedThrough+1 {
 				s.log.Warn("replay: compaction decision does not fit the stored state; skipped", "conversation", c.id, "through", d.Through)
 				continue
 			}
-			for i := range d.Segments {
-				sg := d.Segments[i]
+			segs := slices.Clone(d.Segments)
+			for _, ref := range d.SegRefs {
+				segs = append(segs, s.resolveSegment(ctx, c, ref))
+			}
+			sort.Slice(segs, func(i, j int) bool { return segs[i].ID < segs[j].ID })
+			for i := range segs {
+				sg := segs[i]
 				c.segs = append(c.segs, &sg)
 				changedSegs[sg.ID] = true
 				for seq := sg.First; seq <= sg.Last && seq <= len(c.turns); seq++ {
 					c.turns[seq-1].Segment = sg.ID
-					changedTurns[seq] = true
 				}
 			}
 			for i := range d.TagSums {
@@ -549,6 +638,9 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 				delete(droppedSums, ts.Tag)
 			}
 			for _, ref := range d.TagRefs {
+				if ref.Add == nil {
+					ref.Add = derivedAdd(ref.Tag, segs)
+				}
 				ts := s.resolveRollup(ctx, c, ref)
 				c.tagSums[ts.Tag] = ts
 				changedSums[ts.Tag] = true
@@ -655,7 +747,7 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 			}
 		}
 		for tag := range changedSums {
-			if err := putJSON(rb, []byte(tag), c.tagSums[tag]); err != nil {
+			if err := putTagSum(rb, c.tagSums[tag]); err != nil {
 				return err
 			}
 		}

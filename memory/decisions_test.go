@@ -184,12 +184,12 @@ func buildDerivedStateWith(t *testing.T, dir string, inner Summarizer) snapshot 
 }
 
 func TestRebuildGivesSameAnswers(t *testing.T) {
-	for _, how := range []string{"Rebuild", "Open", "FullHashes", "RollupRefs", "RollupRefsChecked"} {
+	for _, how := range []string{"Rebuild", "Open", "FullHashes", "ObjectTags", "RollupRefs", "RollupRefsChecked", "ExplicitAdds"} {
 		t.Run(how, func(t *testing.T) {
 			dir := t.TempDir()
 			var before snapshot
 			switch how {
-			case "RollupRefs": // the store's own summariser: rollups by reference
+			case "RollupRefs", "ExplicitAdds": // the store's own summariser: rollups by reference
 				before = buildDerivedStateWith(t, dir, nil)
 			case "RollupRefsChecked": // another one that agrees with replay's
 				before = buildDerivedStateWith(t, dir, summarize.NewExtractive(&summarize.ExtractiveOptions{Count: cl100k().Count}))
@@ -201,18 +201,30 @@ func TestRebuildGivesSameAnswers(t *testing.T) {
 				if refs == 0 || full != 0 {
 					t.Fatalf("compaction decisions hold %d rollups in full and %d by reference; want all by reference", full, refs)
 				}
+				if full, refs := countSegments(t, dir, "c"); refs == 0 || full != 0 {
+					t.Fatalf("compaction decisions hold %d segments in full and %d by reference; want all by reference", full, refs)
+				}
 			}
 			if how == "FullHashes" {
 				// A decisions log written before tags decisions kept only
 				// a hash prefix still replays.
 				withFullTagHashes(t, dir, "c")
 			}
+			if how == "ExplicitAdds" {
+				// A decisions log written before rollup references left
+				// out the segments they add.
+				withExplicitAdds(t, dir, "c")
+			}
+			if how == "ObjectTags" {
+				// A decisions log written before turns' tags were arrays.
+				withObjectTags(t, dir, "c")
+			}
 			sum := &countingSummarizer{fail: true}
 			tag := &countingTagger{fail: true}
 			split := &refusingSplitter{}
 			opts := Options{Dir: dir, ContextWindow: 1500, ProtectedTurns: 2, Summarizer: sum, Tagger: tag, Splitter: split}
 			switch how {
-			case "Rebuild", "FullHashes", "RollupRefs", "RollupRefsChecked":
+			case "Rebuild", "FullHashes", "ObjectTags", "RollupRefs", "RollupRefsChecked", "ExplicitAdds":
 				if err := Rebuild(context.Background(), opts, nil); err != nil {
 					t.Fatalf("Rebuild: %v", err)
 				}

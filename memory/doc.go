@@ -54,24 +54,39 @@
 //
 // # Master log format
 //
-// logs/<file>.jsonl holds one record per line: a JSON object, then '\n'.
-// Since format version 2 every line ends with its own checksum:
+// logs/<file>.jsonl holds one record per line: a JSON value, then '\n'.
+// Since format version 4 (this one) a record is a JSON array whose last
+// element is its checksum:
+//
+//	[4,7,"user","Ana","yes","2024-03-01T09:00:00Z","2026-11-24T02:29:58.457Z","1c291ca3"]
+//
+// The elements are: the version (4), seq, role, name ("" for none),
+// content, ts (when the message was said, as the client gave it, or null),
+// at (when vc-mcp stored it, to the millisecond), then, only when the
+// record has any, an object of its rarer members under their version 3
+// names (id, raw, tool_calls, tool_call_id, tool_use, tool_result, hash,
+// forgotten), and last the checksum: the CRC-32C (Castagnoli), as 8
+// lower-case hex digits in a string, of the line with that last element
+// (`,"xxxxxxxx"`) removed, so of the bytes from `[4,` to `]`. Member names
+// and the stored time's nanoseconds were two fifths of a short turn's
+// version 3 line. The message's hash is left out when the record's own
+// fields give it (they do unless the turn is a forgotten placeholder or its
+// text changed after hashing), and reading computes it.
+//
+// Older lines are read as they were, and a log may hold several versions
+// (new records follow old ones in the same file): version 3 and 2 lines
+// are JSON objects ending in their checksum member,
 //
 //	{"v":3,"seq":7,"role":"user","content":"yes","at":"...","crc":"1c291ca3"}
 //
-// Version 3 (this one) leaves out the message's hash when the record's own
-// fields give it (they do unless the turn is a forgotten placeholder or
-// its text changed after hashing), and reading computes it; version 2
-// lines always hold "hash" and are read as they are.
+// where crc is over the line with `,"crc":"xxxxxxxx"` removed; version 2
+// lines always hold "hash"; lines with "v":1 and no crc (logs written
+// before checksums) are verified only as JSON.
 //
-// crc is the CRC-32C (Castagnoli), as 8 lower-case hex digits, of the line
-// with the `,"crc":"xxxxxxxx"` member removed (so of the bytes ending in
-// the member before it and `}`). The log stays greppable and each record is verifiable
-// on its own (the LevelDB/etcd-wal rule). seq numbers the conversation's
-// turns from 1 (turn id "t"+seq). content is the message text byte for byte;
-// raw holds non-string content as sent; id is the client's message id, when
-// given. Lines with "v":1 and no crc (logs written before checksums) are
-// read as before, verified only as JSON.
+// The log stays greppable and each record is verifiable on its own (the
+// LevelDB/etcd-wal rule). seq numbers the conversation's turns from 1
+// (turn id "t"+seq). content is the message text byte for byte; raw holds
+// non-string content as sent; id is the client's message id, when given.
 //
 // A forgotten message (Forget, tag TTL) is rewritten in place as a
 // placeholder with the same seq, no text and "forgotten":true; its hash is

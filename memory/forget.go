@@ -661,6 +661,26 @@ func scrubDecision(d *decision, edits map[int]*logRecord, sc scrubSet) {
 			}
 		}
 	}
+	for i := range d.SegRefs {
+		sr := &d.SegRefs[i]
+		// Replay remakes a reference from what the summariser was given
+		// (its primary topic and Tags[:In]); when a gone tag was among
+		// them, that input is no longer on disk, and the summary is left
+		// empty as for a segment in segs (the forget remakes those).
+		in := sr.Tags[:min(max(sr.In, 0), len(sr.Tags))]
+		if segs[sr.ID] || gone[sr.Primary] || len(keepTags(in)) != len(in) {
+			sr.Cleared = true
+		}
+		kept := keepTags(in)
+		sr.In = len(kept)
+		sr.Tags = append(kept, keepTags(sr.Tags[len(in):])...)
+		if gone[sr.Primary] {
+			sr.Primary = ""
+			if len(sr.Tags) > 0 {
+				sr.Primary = sr.Tags[0]
+			}
+		}
+	}
 	sums := d.TagSums[:0]
 	for _, ts := range d.TagSums {
 		if gone[ts.Tag] {
@@ -832,6 +852,7 @@ func compactDB(path string) error {
 	if err != nil {
 		return fmt.Errorf("compact %s: %w", path, err)
 	}
+	dst.AllocSize = dbGrowStep
 	if err := bolt.Compact(dst, src, 1<<20); err != nil {
 		_ = dst.Close()
 		_ = os.Remove(tmp)

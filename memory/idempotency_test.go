@@ -123,7 +123,7 @@ func TestContentIsVerbatim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(data), `"content":"trailing spaces   "`) {
+	if !strings.Contains(string(data), `,"trailing spaces   ",`) {
 		t.Errorf("the log does not hold the content verbatim:\n%s", data)
 	}
 }

@@ -460,8 +460,7 @@ func (s *Store) indexTurns(ctx context.Context, c *conv, first, last int) error 
 				return err
 			}
 			docs = append(docs, index.Doc{
-				ID: turnDocID(c.id, seq), Conversation: c.id, Kind: "turn", Text: rec.Content,
-				Speaker: t.Name, Seq: int64(seq),
+				ID: turnDocID(c.id, seq), Conversation: c.id, Kind: "turn", Text: rec.Content, Speaker: t.Name,
 			})
 		}
 		if len(docs) > 0 {

@@ -52,12 +52,15 @@ const (
 	// logVersionHashed lines end in ,"crc":"xxxxxxxx"}: the CRC-32C of the
 	// line with that member removed; each holds its message's hash.
 	logVersionHashed = 2
-	// logVersion lines are framed the same way and leave the hash out when
-	// the record's own fields give it (most messages: 75 of about 320
-	// bytes a line for a short turn); a record whose hash they do not give
-	// (a forgotten turn's placeholder, content changed after hashing)
+	// logVersionObject lines are framed the same way and leave the hash
+	// out when the record's own fields give it (most messages: 75 of about
+	// 320 bytes a line for a short turn); a record whose hash they do not
+	// give (a forgotten turn's placeholder, content changed after hashing)
 	// keeps it.
-	logVersion = 3
+	logVersionObject = 3
+	// logVersion lines are JSON arrays (encodeRecord): the same record
+	// without its member names, its checksum the array's last element.
+	logVersion = 4
 )
 
 var (
@@ -68,8 +71,92 @@ var (
 	errDamaged = errors.New("damaged master log record")
 )
 
-// crcSuffixLen is len(`,"crc":"xxxxxxxx"}`).
-const crcSuffixLen = 18
+// crcSuffixLen is len(`,"crc":"xxxxxxxx"}`); crcElemLen is len(`,"xxxxxxxx"]`),
+// the checksum element that ends a version 4 line.
+const (
+	crcSuffixLen = 18
+	crcElemLen   = 12
+)
+
+// Master log format 4: one JSON array per line,
+//
+//	[4,seq,"role","name","content",ts,"at",{rare members},"crc"]
+//
+// ts is the time the client gave (RFC 3339) or null; at is when vc-mcp
+// stored the record, to the millisecond; name is "" for none. The
+// optional object between at and the checksum holds the members most
+// records lack, under their version 3 names (id, raw, tool_calls,
+// tool_call_id, tool_use, tool_result, hash, forgotten); it is left out
+// when empty. crc is the CRC-32C of the line with its last element
+// (`,"xxxxxxxx"`) removed, so of the bytes `[4,` ... `]`. On the scale
+// benchmark's 94-byte turns a record takes about 90 bytes besides its
+// text instead of 150: the member names and the stored time's nanoseconds
+// were two fifths of the master log, for nothing a reader needs that this
+// page and memory/doc.go do not say.
+type rareMembers struct {
+	ID         string          `json:"id,omitempty"`
+	Raw        json.RawMessage `json:"raw,omitempty"`
+	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	ToolUse    bool            `json:"tool_use,omitempty"`
+	ToolResult bool            `json:"tool_result,omitempty"`
+	Hash       string          `json:"hash,omitempty"`
+	Forgotten  bool            `json:"forgotten,omitempty"`
+}
+
+func (m rareMembers) empty() bool {
+	return m.ID == "" && len(m.Raw) == 0 && len(m.ToolCalls) == 0 && m.ToolCallID == "" && !m.ToolUse && !m.ToolResult && m.Hash == "" && !m.Forgotten
+}
+
+// encodeArray renders r as a version 4 array without its checksum element.
+func encodeArray(r logRecord) ([]byte, error) {
+	out := make([]byte, 0, 96+len(r.Content))
+	out = strconv.AppendInt(append(out, "[4,"...), int64(r.Seq), 10)
+	var ts any // null
+	if r.Timestamp != nil {
+		ts = *r.Timestamp
+	}
+	rare := rareMembers{ID: r.ID, Raw: r.Raw, ToolCalls: r.ToolCalls, ToolCallID: r.ToolCallID,
+		ToolUse: r.ToolUse, ToolResult: r.ToolResult, Hash: r.Hash, Forgotten: r.Forgotten}
+	parts := []any{r.Role, r.Name, r.Content, ts, r.At}
+	if !rare.empty() {
+		parts = append(parts, rare)
+	}
+	for _, p := range parts {
+		b, err := json.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("encode log record: %w", err)
+		}
+		out = append(append(out, ','), b...)
+	}
+	return append(out, ']'), nil
+}
+
+// decodeArray reads the array encodeArray writes (a version 4 line
+// without its checksum element).
+func decodeArray(body []byte) (logRecord, error) {
+	var r logRecord
+	var parts []json.RawMessage
+	if err := json.Unmarshal(body, &parts); err != nil {
+		return r, err
+	}
+	if n := len(parts); n != 7 && n != 8 {
+		return r, fmt.Errorf("version 4 record of %d elements, want 7 or 8 and a checksum", n+1)
+	}
+	var rare rareMembers
+	dst := []any{&r.V, &r.Seq, &r.Role, &r.Name, &r.Content, &r.Timestamp, &r.At, &rare}
+	for i, p := range parts {
+		if err := json.Unmarshal(p, dst[i]); err != nil {
+			return r, fmt.Errorf("version 4 record, element %d: %w", i+1, err)
+		}
+	}
+	if r.V != logVersion {
+		return r, fmt.Errorf("array record of version %d", r.V)
+	}
+	r.ID, r.Raw, r.ToolCalls, r.ToolCallID = rare.ID, rare.Raw, rare.ToolCalls, rare.ToolCallID
+	r.ToolUse, r.ToolResult, r.Hash, r.Forgotten = rare.ToolUse, rare.ToolResult, rare.Hash, rare.Forgotten
+	return r, nil
+}
 
 // encodeRecord renders one framed line (without its newline): the record's
 // JSON with a checksum of those very bytes as its last member, so a reader
@@ -79,20 +166,20 @@ func encodeRecord(r logRecord) ([]byte, error) {
 	r.V, r.CRC = logVersion, ""
 	hash := r.Hash
 	r.Hash = ""
-	body, err := json.Marshal(r)
+	body, err := encodeArray(r)
 	if err != nil {
-		return nil, fmt.Errorf("encode log record: %w", err)
+		return nil, err
 	}
 	if hash != "" && !hashFromLine(body, hash) {
 		r.Hash = hash
-		if body, err = json.Marshal(r); err != nil {
-			return nil, fmt.Errorf("encode log record: %w", err)
+		if body, err = encodeArray(r); err != nil {
+			return nil, err
 		}
 	}
 	sum := crc32.Checksum(body, castagnoli)
-	line := make([]byte, 0, len(body)+crcSuffixLen)
+	line := make([]byte, 0, len(body)+crcElemLen)
 	line = append(line, body[:len(body)-1]...)
-	return fmt.Appendf(line, `,"crc":"%08x"}`, sum), nil
+	return fmt.Appendf(line, `,"%08x"]`, sum), nil
 }
 
 // verifyLine checks one line (without its newline) and returns its
@@ -100,6 +187,9 @@ func encodeRecord(r logRecord) ([]byte, error) {
 // must decode as a version 1 record.
 func verifyLine(line []byte) (int, error) {
 	n := len(line)
+	if n > 0 && line[0] == '[' {
+		return verifyArray(line)
+	}
 	if n > crcSuffixLen && bytes.Equal(line[n-crcSuffixLen:n-10], crcMember) && line[n-2] == '"' && line[n-1] == '}' {
 		want, err := strconv.ParseUint(string(line[n-10:n-2]), 16, 32)
 		if err != nil {
@@ -128,13 +218,55 @@ func verifyLine(line []byte) (int, error) {
 	return r.Seq, nil
 }
 
+// verifyArray checks a version 4 line against its checksum element.
+func verifyArray(line []byte) (int, error) {
+	n := len(line)
+	if n <= crcElemLen || line[n-12] != ',' || line[n-11] != '"' || line[n-2] != '"' || line[n-1] != ']' {
+		return 0, fmt.Errorf("%w: an array record without its checksum", errDamaged)
+	}
+	want, err := strconv.ParseUint(string(line[n-10:n-2]), 16, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%w: unreadable checksum", errDamaged)
+	}
+	got := crc32.Update(crc32.Checksum(line[:n-crcElemLen], castagnoli), castagnoli, []byte{']'})
+	if uint32(want) != got {
+		return 0, fmt.Errorf("%w: checksum %08x, want %08x", errDamaged, got, want)
+	}
+	seq, ok := arraySeq(line)
+	if !ok {
+		return 0, fmt.Errorf("%w: checksum matches but the record has no sequence number", errDamaged)
+	}
+	return seq, nil
+}
+
+// arraySeq reads the sequence number after the opening "[4," of a
+// version 4 line.
+func arraySeq(line []byte) (int, bool) {
+	const open = "[4,"
+	if !bytes.HasPrefix(line, []byte(open)) {
+		return 0, false
+	}
+	seq := 0
+	for i := len(open); i < len(line) && i < len(open)+12; i++ {
+		c := line[i]
+		if c == ',' {
+			return seq, seq > 0
+		}
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		seq = seq*10 + int(c-'0')
+	}
+	return 0, false
+}
+
 // hashFromLine reports whether the record that body (a line without its
 // hash) decodes to gives hash by itself. It decodes the very bytes
 // written, so what JSON does not carry as it was (raw content's spacing)
 // never yields a different hash on reading.
 func hashFromLine(body []byte, hash string) bool {
-	var d logRecord
-	return json.Unmarshal(body, &d) == nil && recordHash(d) == hash
+	d, err := decodeArray(body)
+	return err == nil && recordHash(d) == hash
 }
 
 // recordHash is the hash of the message r holds (messageHash), in hex.
@@ -177,13 +309,19 @@ func decodeRecord(line []byte) (logRecord, error) {
 	if err != nil {
 		return r, err
 	}
-	if err := json.Unmarshal(line, &r); err != nil {
+	if n := len(line); line[0] == '[' {
+		// verifyLine found the checksum element: decode the rest.
+		r, err = decodeArray(append(line[:n-crcElemLen:n-crcElemLen], ']'))
+	} else {
+		err = json.Unmarshal(line, &r)
+	}
+	if err != nil {
 		return r, fmt.Errorf("%w: %v", errDamaged, err)
 	}
 	if r.Seq != seq {
 		return r, fmt.Errorf("%w: sequence %d, framed as %d", errDamaged, r.Seq, seq)
 	}
-	if r.Hash == "" && r.V >= logVersion {
+	if r.Hash == "" && r.V >= logVersionObject {
 		r.Hash = recordHash(r)
 	}
 	return r, nil
@@ -193,7 +331,7 @@ func recordFrom(seq int, t turnInput, at time.Time) logRecord {
 	r := logRecord{
 		V: logVersion, Seq: seq, ID: t.ID, Role: t.Role, Name: t.Name, Content: t.Text, Raw: t.Raw,
 		ToolCalls: t.ToolCalls, ToolCallID: t.ToolCallID, ToolUse: t.ToolUse, ToolResult: t.ToolResult,
-		At: at.UTC(), Hash: hex.EncodeToString(t.Hash[:]),
+		At: at.UTC().Truncate(time.Millisecond), Hash: hex.EncodeToString(t.Hash[:]),
 	}
 	if t.HasTime {
 		ts := t.Timestamp
@@ -445,7 +583,7 @@ func scanLog(r io.Reader, base int64, fn func(f frame) error, bad func(d logDama
 		// good record to the bad bytes before it.
 		cut := -1
 		for i := 1; i < len(body); i++ {
-			j := bytes.Index(body[i:], []byte(`{"v":`))
+			j := recordOpening(body[i:])
 			if j < 0 {
 				break
 			}
@@ -471,6 +609,16 @@ func scanLog(r io.Reader, base int64, fn func(f frame) error, bad func(d logDama
 		}
 		off += int64(len(line))
 	}
+}
+
+// recordOpening returns the offset of the first place in b where a record
+// of any version may open, or -1.
+func recordOpening(b []byte) int {
+	i, j := bytes.Index(b, []byte(`{"v":`)), bytes.Index(b, []byte(`[4,`))
+	if i < 0 || j >= 0 && j < i {
+		return j
+	}
+	return i
 }
 
 func syncDir(dir string) error {

@@ -2,12 +2,14 @@ package memory
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 func FuzzScanLog(f *testing.F) {
 	f.Add([]byte(`{"v":1,"seq":1,"role":"user","content":"hi","at":"2024-01-01T00:00:00Z","hash":"x"}` + "\n"))
 	f.Add([]byte("{\"v\":1,\"seq\":1}\n{torn"))
+	f.Add([]byte(`[4,1,"user","","The staging port is 8443.","2024-03-01T09:00:00Z","2026-11-23T12:00:00Z","2e00f16f"]` + "\n" + `[4,2,"assistant","","Noted.",null,"2026-11-23T12:00:00Z",{"id":"m-2"},"67389c7a"]` + "\n[4,3,"))
 	f.Add([]byte("\n\n\xff"))
 	f.Add([]byte(`{"v":2,"seq":1,"role":"user","content":"hi","at":"0001-01-01T00:00:00Z","hash":"","crc":"00000000"}` + "\n"))
 	f.Add([]byte("\x00\x00\x00{\"v\":1,\"seq\":3}\n"))
@@ -99,7 +102,7 @@ func FuzzLogDamage(f *testing.F) {
 	})
 }
 
-// Version 3 lines leave the hash out when the record's fields give it, and
+// Version 3 and 4 lines leave the hash out when the record's fields give it, and
 // reading gives the same hash; a record whose fields do not give it keeps
 // it.
 func TestRecordHashLeftOutWhenDerivable(t *testing.T) {
@@ -124,7 +127,7 @@ func TestRecordHashLeftOutWhenDerivable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.HasPrefix(line, []byte(`{"v":3,"seq":`)) {
+			if !bytes.HasPrefix(line, []byte(`[4,`+strconv.Itoa(tt.r.Seq)+`,`)) {
 				t.Fatalf("line %s", line)
 			}
 			if got := bytes.Contains(line, []byte(`"hash":`)); got != tt.withHash {
@@ -177,13 +180,84 @@ func TestVersion2LogStillReads(t *testing.T) {
 	if res := ingest(t, s, "old", chat(6, t0)); res.Stored != 0 {
 		t.Fatalf("resending the version 2 turns stored %d again", res.Stored)
 	}
-	ingest(t, s, "old", []Message{msg("user", "Ana", "written as version 3", t0.Add(time.Hour))})
-	if got := readable(t, s, "old"); len(got) != 7 || got[7] != "written as version 3" {
+	ingest(t, s, "old", []Message{msg("user", "Ana", "written as version 4", t0.Add(time.Hour))})
+	if got := readable(t, s, "old"); len(got) != 7 || got[7] != "written as version 4" {
 		t.Fatalf("after a write: %v", got)
 	}
 	data, _ := os.ReadFile(path)
-	if !bytes.HasPrefix(data, old.Bytes()) || !bytes.Contains(data[old.Len():], []byte(`{"v":3,"seq":7,`)) || bytes.Contains(data[old.Len():], []byte(`"hash"`)) {
-		t.Fatalf("version 2 bytes changed or the new record is not version 3 without its hash:\n%s", data[old.Len():])
+	if !bytes.HasPrefix(data, old.Bytes()) || !bytes.HasPrefix(data[old.Len():], []byte(`[4,7,`)) || bytes.Contains(data[old.Len():], []byte(`"hash"`)) {
+		t.Fatalf("version 2 bytes changed or the new record is not version 4 without its hash:\n%s", data[old.Len():])
+	}
+}
+
+// TestVersion3LogStillReads: a log of version 3 lines (JSON objects, the
+// hash left out when the fields give it, one a forgotten-style record
+// that keeps it) reads as before, its messages are recognised when
+// resent, and new records follow as version 4 in the same file.
+func TestVersion3LogStillReads(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	path := s.logPath("old")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var old bytes.Buffer
+	msgs := chat(6, t0)
+	for i, m := range msgs {
+		r := recordFrom(i+1, mustNorm(t, m), t0.Add(1234567*time.Nanosecond)) // version 3 kept nanoseconds
+		r.At = t0.Add(1234567 * time.Nanosecond)
+		r.V = logVersionObject
+		if i != 2 {
+			r.Hash = "" // the fields give it
+		} else {
+			r.ID = "kept-hash" // not part of the hash: written with it all the same
+		}
+		body, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&old, `%s,"crc":"%08x"}`+"\n", body[:len(body)-1], crc32.Checksum(body, castagnoli))
+	}
+	if !bytes.HasPrefix(old.Bytes(), []byte(`{"v":3,"seq":1,`)) || bytes.Count(old.Bytes(), []byte(`"hash":"`)) != 1 || !bytes.Contains(old.Bytes(), []byte(`.001234567Z"`)) {
+		t.Fatalf("not a version 3 log: %.300s", old.Bytes())
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, old.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	got := readable(t, s, "old")
+	if len(got) != 6 {
+		t.Fatalf("%d version 3 turns readable, want 6", len(got))
+	}
+	for i := range msgs {
+		if want := mustNorm(t, msgs[i]).Text; got[i+1] != want {
+			t.Errorf("turn %d reads %q, want %q", i+1, got[i+1], want)
+		}
+	}
+	if res := ingest(t, s, "old", msgs); res.Stored != 0 {
+		t.Fatalf("resending the version 3 turns stored %d again", res.Stored)
+	}
+	ingest(t, s, "old", []Message{msg("user", "Ana", "written as version 4", t0.Add(time.Hour))})
+	if got := readable(t, s, "old"); len(got) != 7 || got[7] != "written as version 4" {
+		t.Fatalf("after a write: %v", got)
+	}
+	data, _ := os.ReadFile(path)
+	if !bytes.HasPrefix(data, old.Bytes()) || !bytes.HasPrefix(data[old.Len():], []byte(`[4,7,"user","Ana","written as version 4",`)) {
+		t.Fatalf("version 3 bytes changed or the new record is not version 4:\n%s", data[old.Len():])
+	}
+	// Reopened, the mixed log reads whole, and a rebuild gives the same.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Rebuild(context.Background(), Options{Dir: dir}, nil); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	if got := readable(t, s, "old"); len(got) != 7 || got[3] != mustNorm(t, msgs[2]).Text || got[7] != "written as version 4" {
+		t.Fatalf("after a rebuild: %v", got)
 	}
 }
 

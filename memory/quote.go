@@ -70,11 +70,13 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 		return res, fmt.Errorf("search: %w", err)
 	}
 	for _, h := range hits {
-		c := byID[h.Conversation]
-		if c == nil {
+		// The index stores nothing but the document's ID.
+		conv, seq, ok := parseTurnDocID(h.ID)
+		c := byID[conv]
+		if !ok || c == nil {
 			continue
 		}
-		t := c.turn(int(h.Seq))
+		t := c.turn(seq)
 		if t == nil {
 			continue
 		}

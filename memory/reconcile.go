@@ -26,8 +26,7 @@ func (s *Store) turnDoc(c *conv, seq int) (index.Doc, bool, error) {
 		return index.Doc{}, false, err
 	}
 	return index.Doc{
-		ID: turnDocID(c.id, seq), Conversation: c.id, Kind: "turn", Text: rec.Content,
-		Speaker: t.Name, Seq: int64(seq),
+		ID: turnDocID(c.id, seq), Conversation: c.id, Kind: "turn", Text: rec.Content, Speaker: t.Name,
 	}, true, nil
 }
 

@@ -166,7 +166,7 @@ func (s *Store) regenerate(ctx context.Context, c *conv, tag string, progress Pr
 			}
 		}
 		for _, r := range rollups {
-			if err := putJSON(rb, []byte(r.Tag), r); err != nil {
+			if err := putTagSum(rb, r); err != nil {
 				return err
 			}
 		}

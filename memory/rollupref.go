@@ -33,8 +33,11 @@ type rollupRef struct {
 	// Prev: the rollup continued the topic's previous rollup (its text and
 	// its segments come first); Add are the compaction's new segments
 	// carrying the topic, whose summaries follow.
-	Prev bool  `json:"prev,omitempty"`
-	Add  []int `json:"add"`
+	Prev bool `json:"prev,omitempty"`
+	// Add is left out when it is every segment of the compaction that
+	// carries the topic (derivedAdd), as it always is when written by
+	// maybeCompact: replay derives it from the compaction's segments.
+	Add []int `json:"add,omitempty"`
 	// Version of the extractive summariser that made it, and when.
 	Version string    `json:"version"`
 	At      time.Time `json:"at"`
@@ -122,6 +125,18 @@ func (s *Store) resolveRollup(ctx context.Context, c *conv, ref rollupRef) *tagS
 	if rollupDigest(out.Summary, out.Description) != ref.Sum {
 		out.Version = r.Version
 		s.log.Warn("replay: a topic summary made again differs from the one recorded (the extractive summariser changed)", "conversation", c.id, "tag", ref.Tag, "version", ref.Version, "now", r.Version)
+	}
+	return out
+}
+
+// derivedAdd is what a rollup reference of tag adds when it leaves Add
+// out: the compaction's segments (in id order) that carry tag.
+func derivedAdd(tag string, segs []segmentRec) []int {
+	var out []int
+	for _, sg := range segs {
+		if contains(sg.Tags, tag) {
+			out = append(out, sg.ID)
+		}
 	}
 	return out
 }

@@ -132,7 +132,7 @@ func (r *ranker) bm25(ctx context.Context) (signal, error) {
 }
 
 func (r *ranker) search(ctx context.Context, text string, limit int) ([]rkey, error) {
-	iq := index.Query{Text: text, Limit: limit, IDsOnly: true}
+	iq := index.Query{Text: text, Limit: limit}
 	// Every hit is checked below (a turn of one of these conversations):
 	// when the index holds only their documents, which is the common case of
 	// one conversation per data directory, Bleve's filters admit everything

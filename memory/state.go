@@ -300,11 +300,20 @@ func loadConv(tx *bolt.Tx, id string) (*conv, error) {
 			return nil, err
 		}
 		sort.Slice(c.segs, func(i, j int) bool { return c.segs[i].ID < c.segs[j].ID })
+		// A turn's segment is not written again into its record when a
+		// compaction makes the segment (that rewrote every page of the
+		// compacted turns, the largest part of vc.db's free pages): the
+		// segments' ranges give it. Records written before hold it too.
+		for _, sg := range c.segs {
+			for seq := max(sg.First, 1); seq <= sg.Last && seq <= len(c.turns); seq++ {
+				c.turns[seq-1].Segment = sg.ID
+			}
+		}
 	}
 	if tb := b.Bucket(bucketTagSums); tb != nil {
 		err := tb.ForEach(func(k, v []byte) error {
-			s := &tagSummaryRec{}
-			if err := json.Unmarshal(v, s); err != nil {
+			s, err := decodeTagSum(v)
+			if err != nil {
 				return fmt.Errorf("decode tag summary of %s: %w", id, err)
 			}
 			c.tagSums[s.Tag] = s

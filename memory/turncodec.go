@@ -1,11 +1,15 @@
 package memory
 
 import (
+	"bytes"
+	"compress/flate"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -294,4 +298,64 @@ func (r *turnReader) hexStr() string {
 		return hex.EncodeToString(b)
 	}
 	return string(b)
+}
+
+// Topic summaries (rollups) are stored as their JSON compressed with
+// DEFLATE, after a 0x01 byte: an extractive rollup is its segments'
+// summary lines joined, and every compaction rewrites most topics' rollups,
+// so they were a fifth of vc.db's pages and most of the pages one
+// compaction frees (the file's high-water mark is what it holds plus the
+// largest transaction's rewrite). Compressed, they take about 45% of the
+// bytes. JSON values of earlier versions (they begin with '{') are read
+// as they are, and rewritten compressed when they next change.
+const tagSumDeflate = 0x01
+
+var (
+	deflaters = sync.Pool{New: func() any {
+		w, _ := flate.NewWriter(nil, flate.DefaultCompression) // the level is valid
+		return w
+	}}
+	inflaters = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
+)
+
+// putTagSum stores r under its tag.
+func putTagSum(b *bolt.Bucket, r *tagSummaryRec) error {
+	js, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode topic summary %s: %w", r.Tag, err)
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(js)/2 + 16)
+	buf.WriteByte(tagSumDeflate)
+	w := deflaters.Get().(*flate.Writer)
+	defer deflaters.Put(w)
+	w.Reset(&buf)
+	if _, err := w.Write(js); err != nil {
+		return fmt.Errorf("compress topic summary %s: %w", r.Tag, err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("compress topic summary %s: %w", r.Tag, err)
+	}
+	return b.Put([]byte(r.Tag), buf.Bytes())
+}
+
+// decodeTagSum reads a stored topic summary in either form.
+func decodeTagSum(v []byte) (*tagSummaryRec, error) {
+	r := &tagSummaryRec{}
+	if len(v) > 0 && v[0] == tagSumDeflate {
+		rd := inflaters.Get().(io.ReadCloser)
+		defer inflaters.Put(rd)
+		if err := rd.(flate.Resetter).Reset(bytes.NewReader(v[1:]), nil); err != nil {
+			return nil, err
+		}
+		js, err := io.ReadAll(rd)
+		if err != nil {
+			return nil, fmt.Errorf("decompress: %w", err)
+		}
+		v = js
+	}
+	if err := json.Unmarshal(v, r); err != nil {
+		return nil, err
+	}
+	return r, nil
 }

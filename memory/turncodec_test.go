@@ -142,6 +142,30 @@ func TestOldJSONTurnsOpen(t *testing.T) {
 				return err
 			}
 		}
+		// Topic summaries as JSON, as vc.db held them before putTagSum.
+		rb := tx.Bucket(convBucketName("c")).Bucket(bucketTagSums)
+		c = rb.Cursor()
+		sums := 0
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if v[0] != tagSumDeflate {
+				t.Fatalf("topic summary %s stored as %q, want the compressed form", k, v[:1])
+			}
+			r, err := decodeTagSum(v)
+			if err != nil {
+				return err
+			}
+			js, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			if err := rb.Put(append([]byte(nil), k...), js); err != nil {
+				return err
+			}
+			sums++
+		}
+		if sums == 0 {
+			t.Fatal("no topic summaries in vc.db")
+		}
 		tb := tx.Bucket(convBucketName("c")).Bucket(bucketTurns)
 		c = tb.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {

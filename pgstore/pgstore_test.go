@@ -214,12 +214,9 @@ func TestConcurrentIngestAndRecall(t *testing.T) {
 		if err := rows.Scan(&conv, &line); err != nil {
 			t.Fatal(err)
 		}
-		var r struct {
-			Content   string `json:"content"`
-			Forgotten bool   `json:"forgotten"`
-		}
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatalf("row of %s is not JSON: %v", conv, err)
+		r, err := masterRecord(line)
+		if err != nil {
+			t.Fatalf("row of %s is not a master log record: %v", conv, err)
 		}
 		if r.Forgotten {
 			forgotten++
@@ -492,4 +489,41 @@ func TestRewriteIsAtomic(t *testing.T) {
 	if len(got.Master) != 1 || string(got.Master[0]) != "two\n" || len(got.Decisions) != 2 || h != (memory.LogHeads{Master: 4, Decisions: 13, Gen: 1}) {
 		t.Fatalf("after the rewrite: %q %q, heads %+v", got.Master, got.Decisions, h)
 	}
+}
+
+// logRecord is what TestConcurrentIngestAndRecall reads of a master log
+// line.
+type logRecord struct {
+	Content   string `json:"content"`
+	Forgotten bool   `json:"forgotten"`
+}
+
+// masterRecord reads a master log line: since format 4 a JSON array
+// [4, seq, role, name, content, ts, at, {rare members}?, crc], before an
+// object (memory/doc.go).
+func masterRecord(line []byte) (logRecord, error) {
+	var r logRecord
+	if len(line) == 0 || line[0] != '[' {
+		return r, json.Unmarshal(line, &r)
+	}
+	var parts []json.RawMessage
+	if err := json.Unmarshal(line, &parts); err != nil {
+		return r, err
+	}
+	if len(parts) != 8 && len(parts) != 9 {
+		return r, fmt.Errorf("%d elements", len(parts))
+	}
+	if err := json.Unmarshal(parts[4], &r.Content); err != nil {
+		return r, err
+	}
+	if len(parts) == 9 {
+		var rare struct {
+			Forgotten bool `json:"forgotten"`
+		}
+		if err := json.Unmarshal(parts[7], &rare); err != nil {
+			return r, err
+		}
+		r.Forgotten = rare.Forgotten
+	}
+	return r, nil
 }
