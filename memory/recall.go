@@ -96,9 +96,14 @@ func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, er
 		return res, err
 	}
 	// Embed the query before taking any lock: a model takes milliseconds.
-	var qvec []float32
+	var qvec, kvec []float32
 	if len(convs) > 0 || s.items.hasAgentItems() {
-		qvec = s.queryVector(ctx, msg)
+		if kind := listKindText(q); kind != "" && len(convs) > 0 {
+			v := s.queryVectors(ctx, msg, kind)
+			qvec, kvec = v[0], v[1]
+		} else {
+			qvec = s.queryVector(ctx, msg)
+		}
 	}
 	items, err := s.selectItems(ctx, res.conv, msg, qvec, int(float64(budget)*s.items.search.Share))
 	if err != nil {
@@ -144,7 +149,7 @@ func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, er
 	}
 
 	q = anchorDates(msg, q, convs)
-	ranked, matched, signals, err := s.rank(ctx, convs, msg, qvec, q, candidateDepth(budget))
+	ranked, matched, signals, err := s.rank(ctx, convs, msg, qvec, kvec, q, candidateDepth(budget))
 	if err != nil {
 		return res, err
 	}
