@@ -18,7 +18,9 @@ import (
 // the same say as Lexical, as plain RRF hybrids give (on that split dense
 // alone recalls 73.7% at 2000 tokens, BM25 alone 75.2%); Names set on the
 // same split (2026-11-24, real model): 1.0, the same say as the other
-// first-round lists (0.5 and 2 measured lower). Every figure measured
+// first-round lists (0.5 and 2 measured lower); Kind set on the same
+// split (2026-11-24, real model): 1.0 likewise (0.5 and 2 measured lower),
+// with its depth kindTake. Every figure measured
 // with these weights on that split is in-sample. Weights marked "LoCoMo
 // shape" help there because of how LoCoMo is built (two named speakers, a
 // question and its answer in adjacent turns) and are scoped by a condition
