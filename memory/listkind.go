@@ -13,15 +13,18 @@ import (
 // 60 measured; see BENCHMARKS.md, "List questions: the kind alone").
 const kindTake = 20
 
-// listKindText is what is embedded beside a list question for the kind
-// signal: the kind's noun phrase alone ("activities", "martial arts"), or
-// "" when there is no kind signal to compute (not a list question, or one
-// that names nobody, so no turns are the named person's).
-func listKindText(q tagging.Query) string {
-	if !q.List || q.Kind == "" || len(q.Speakers) == 0 {
-		return ""
+// kindTexts are what is embedded beside a question for the kind signal:
+// a list question's kind alone ("activities", "martial arts"), or the
+// alternatives of a choice question ("national park", "theme park"); none
+// when the question names nobody (no turns are the named person's).
+func kindTexts(q tagging.Query) []string {
+	if len(q.Speakers) == 0 {
+		return nil
 	}
-	return q.Kind
+	if q.List && q.Kind != "" {
+		return []string{q.Kind}
+	}
+	return q.Choices
 }
 
 // kind serves the list questions whose instances are common nouns ("What
@@ -33,10 +36,21 @@ func listKindText(q tagging.Query) string {
 // first the turns that talk about the person and the kind in general. Among
 // the first round's best listScan turns by the people the question names,
 // this list orders them by the cosine of their stored vectors to the
-// kind's vector (r.kvec) and keeps the best kindTake. Scoped like the names
-// signal, and needs the model: without one there is no kind vector.
+// kind's vector (r.kvecs) and keeps the best kindTake. A choice question
+// ("Would Melanie rather visit a national park or a theme park?") is read
+// the same way: its evidence is the person's turns about either
+// alternative (camping trips), each closer to the alternative alone than
+// to the question; a turn counts by its better cosine of the two. Scoped
+// like the names signal, and needs the model: without one there is no
+// kind vector.
 func (r *ranker) kind(pool *board) signal {
-	if !r.q.List || r.kvec == nil || r.w.Kind == 0 || pool.len() == 0 {
+	var kvecs [][]float32
+	for _, v := range r.kvecs {
+		if v != nil {
+			kvecs = append(kvecs, v)
+		}
+	}
+	if len(kvecs) == 0 || r.w.Kind == 0 || pool.len() == 0 {
 		return signal{name: "kind"}
 	}
 	want := r.listSpeakers()
@@ -68,13 +82,20 @@ func (r *ranker) kind(pool *board) signal {
 	var hits []hit
 	for c, seqs := range scan {
 		v := &c.vecs
-		if len(r.kvec) != v.dim {
-			continue
-		}
-		for row, d := range v.mat.Dots(r.kvec, nil) {
-			if seq := v.seqs[row]; seqs[seq] {
-				hits = append(hits, hit{rkey{c, seq}, d})
+		best := map[int]float32{}
+		for _, kv := range kvecs {
+			if len(kv) != v.dim {
+				continue
 			}
+			for row, d := range v.mat.Dots(kv, nil) {
+				seq := v.seqs[row]
+				if b, ok := best[seq]; seqs[seq] && (!ok || d > b) {
+					best[seq] = d
+				}
+			}
+		}
+		for seq, d := range best {
+			hits = append(hits, hit{rkey{c, seq}, d})
 		}
 	}
 	slices.SortFunc(hits, func(a, b hit) int {

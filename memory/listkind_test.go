@@ -2,6 +2,8 @@ package memory
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -76,11 +78,12 @@ func activitiesChat() ([]Message, []string) {
 // With the real model, ordering Melanie's first-round turns by cosine to
 // "activities" alone (the kind signal) puts each instance turn ahead of
 // where the question's own first round puts it among her turns, where the
-// turns in the question's words ("partake") come first.
+// turns in the question's words ("partake") come first. A choice question
+// ("the wilderness or a spa") does the same for the camping turn, through
+// its alternatives.
 func TestRealKindSignal(t *testing.T) {
 	m := loadRealModel(t)
 	msgs, instances := activitiesChat()
-	const question = "What activities does Melanie partake in?"
 	s := openTest(t, Options{Embedder: m})
 	ingest(t, s, "act", msgs)
 	waitVectors(t, s, "act")
@@ -89,58 +92,81 @@ func TestRealKindSignal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := tagging.ClassifyQuery(question, s.now())
-	kind := listKindText(q)
-	if kind != "activities" {
-		t.Fatalf("listKindText = %q, want activities", kind)
+	for _, tt := range []struct {
+		question string
+		kinds    []string
+		want     []string
+	}{
+		{"What activities does Melanie partake in?", []string{"activities"}, instances},
+		{"Would Melanie rather partake in a trip to the wilderness or a spa day?", []string{"wilderness", "spa day"}, instances[:1]},
+	} {
+		q := tagging.ClassifyQuery(tt.question, s.now())
+		kinds := kindTexts(q)
+		if !reflect.DeepEqual(kinds, tt.kinds) {
+			t.Fatalf("%q: kindTexts = %q, want %q", tt.question, kinds, tt.kinds)
+		}
+		v := s.queryVectors(ctx, append([]string{tt.question}, kinds...)...)
+		c.mu.RLock()
+		r := s.newRanker([]*conv{c}, tt.question, v[0], q, 200)
+		r.kvecs = v[1:]
+		lex, err := r.bm25(ctx)
+		if err != nil {
+			c.mu.RUnlock()
+			t.Fatal(err)
+		}
+		// The first round, with the question's dense list whatever its
+		// confidence, so the pool holds Melanie's turns in meaning order.
+		seqs, _, _ := denseRank(c, v[0], 200)
+		dense := signal{name: "dense", weight: 1}
+		for _, seq := range seqs {
+			dense.keys = append(dense.keys, rkey{c, seq})
+		}
+		pool := fuse([]signal{lex, r.tags(), dense})
+		sig := r.kind(pool)
+		first := pool.ranked()
+		var fails []string
+		for _, in := range tt.want {
+			a, b := melanieRank(t, first, in), melanieRank(t, sig.keys, in)
+			t.Logf("%q: %q: first round %d, kind %d among Melanie's turns", tt.question, in, a, b)
+			if b < 0 || a >= 0 && b >= a {
+				fails = append(fails, fmt.Sprintf("%q: kind signal rank %d, first-round rank %d among Melanie's turns", in, b, a))
+			}
+		}
+		// Without a model there is no kind vector and so no signal.
+		r.kvecs = nil
+		empty := len(r.kind(pool).keys) == 0
+		pool.release()
+		c.mu.RUnlock()
+		if sig.weight == 0 || len(sig.keys) == 0 {
+			t.Errorf("%q: the kind signal is empty (weight %v)", tt.question, sig.weight)
+		}
+		for _, f := range fails {
+			t.Errorf("%q: %s: the kind does not bring it forward", tt.question, f)
+		}
+		if !empty {
+			t.Errorf("%q: without a kind vector the signal still ranked turns", tt.question)
+		}
 	}
-	v := s.queryVectors(ctx, question, kind)
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	r := s.newRanker([]*conv{c}, question, v[0], q, 200)
-	r.kvec = v[1]
-	lex, err := r.bm25(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := fuse(append([]signal{lex, r.tags()}, r.dense()...))
-	defer pool.release()
-	sig := r.kind(pool)
-	if len(sig.keys) == 0 || sig.weight == 0 {
-		t.Fatalf("the kind signal is empty (weight %v)", sig.weight)
-	}
-	text := func(k rkey) string {
+}
+
+// melanieRank is the place of the turn whose text is want among
+// Melanie's turns in keys, -1 if absent. The caller holds the read lock.
+func melanieRank(t *testing.T, keys []rkey, want string) int {
+	t.Helper()
+	n := 0
+	for _, k := range keys {
 		tu := k.c.turn(k.seq)
+		if tu.Name != "Melanie" {
+			continue
+		}
 		rec, err := k.c.log.read(tu.Start, tu.End)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return rec.Content
-	}
-	rankIn := func(keys []rkey, want string) int {
-		n := 0
-		for _, k := range keys {
-			if tu := k.c.turn(k.seq); tu.Name != "Melanie" {
-				continue
-			}
-			if text(k) == want {
-				return n
-			}
-			n++
+		if rec.Content == want {
+			return n
 		}
-		return -1
+		n++
 	}
-	first := pool.ranked()
-	for _, in := range instances {
-		a, b := rankIn(first, in), rankIn(sig.keys, in)
-		t.Logf("%q: first round %d, kind %d among Melanie's turns", in, a, b)
-		if b < 0 || a >= 0 && b >= a {
-			t.Errorf("%q: kind signal rank %d, first-round rank %d among Melanie's turns: the kind does not bring it forward", in, b, a)
-		}
-	}
-	// Without a model there is no kind vector and so no signal.
-	r.kvec = nil
-	if sig := r.kind(pool); len(sig.keys) != 0 {
-		t.Errorf("without a kind vector the signal ranked %d turns", len(sig.keys))
-	}
+	return -1
 }

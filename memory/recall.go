@@ -96,11 +96,12 @@ func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, er
 		return res, err
 	}
 	// Embed the query before taking any lock: a model takes milliseconds.
-	var qvec, kvec []float32
+	var qvec []float32
+	var kvecs [][]float32
 	if len(convs) > 0 || s.items.hasAgentItems() {
-		if kind := listKindText(q); kind != "" && len(convs) > 0 {
-			v := s.queryVectors(ctx, msg, kind)
-			qvec, kvec = v[0], v[1]
+		if kinds := kindTexts(q); len(kinds) > 0 && len(convs) > 0 {
+			v := s.queryVectors(ctx, append([]string{msg}, kinds...)...)
+			qvec, kvecs = v[0], v[1:]
 		} else {
 			qvec = s.queryVector(ctx, msg)
 		}
@@ -149,7 +150,7 @@ func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, er
 	}
 
 	q = anchorDates(msg, q, convs)
-	ranked, matched, signals, err := s.rank(ctx, convs, msg, qvec, kvec, q, candidateDepth(budget))
+	ranked, matched, signals, err := s.rank(ctx, convs, msg, qvec, kvecs, q, candidateDepth(budget))
 	if err != nil {
 		return res, err
 	}

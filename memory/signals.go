@@ -45,7 +45,7 @@ type ranker struct {
 	ids   []string
 	msg   string
 	qvec  []float32
-	kvec  []float32 // a list question's kind (listkind.go), nil if none
+	kvecs [][]float32 // a question's kind or choices (listkind.go)
 	q     tagging.Query
 	depth int
 	w     Ranking
@@ -69,9 +69,9 @@ func (s *Store) newRanker(convs []*conv, msg string, qvec []float32, q tagging.Q
 // the second round seeded by the best of them; then neighbours and boosts.
 // It returns the candidates best first, the matched tags and the names of
 // the signals that contributed.
-func (s *Store) rank(ctx context.Context, convs []*conv, msg string, qvec, kvec []float32, q tagging.Query, depth int) ([]candidate, []string, []string, error) {
+func (s *Store) rank(ctx context.Context, convs []*conv, msg string, qvec []float32, kvecs [][]float32, q tagging.Query, depth int) ([]candidate, []string, []string, error) {
 	r := s.newRanker(convs, msg, qvec, q, depth)
-	r.kvec = kvec
+	r.kvecs = kvecs
 	lex, err := r.bm25(ctx)
 	if err != nil {
 		return nil, nil, nil, err

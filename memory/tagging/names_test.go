@@ -89,3 +89,23 @@ func TestDetectListKind(t *testing.T) {
 		}
 	}
 }
+
+// TestDetectChoices: "A or B" in a question gives both alternatives, each
+// cut at the nearest function word; "yes or no" gives none.
+func TestDetectChoices(t *testing.T) {
+	now := time.Date(2023, 6, 15, 10, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		text string
+		want []string
+	}{
+		{"Would Melanie be more interested in going to a national park or a theme park?", []string{"national park", "theme park"}},
+		{"Does John live close to a beach or the mountains?", []string{"beach", "mountains"}},
+		{"Is the cache in Postgres or SQLite?", []string{"Postgres", "SQLite"}},
+		{"Was September a good month for Nate? Answer yes or no.", nil},
+		{"What books has Tim read?", nil},
+	} {
+		if got := ClassifyQuery(tt.text, now).Choices; !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ClassifyQuery(%q).Choices = %q, want %q", tt.text, got, tt.want)
+		}
+	}
+}

@@ -40,6 +40,10 @@ type Query struct {
 	// kinds of interests"); "" when List is false or the kind says nothing
 	// ("things", "ways").
 	Kind string
+	// Choices are the alternatives of a question that offers two ("Would
+	// Melanie prefer a national park or a theme park?": "national park",
+	// "theme park"), as written; nil if none, or "yes or no".
+	Choices []string
 }
 
 // ClassifyQuery reads a recall message. Relative dates ("yesterday", "2
@@ -52,6 +56,7 @@ func ClassifyQuery(text string, now time.Time) Query {
 	q.Order = detectOrder(toks)
 	q.When = detectWhen(toks)
 	q.List, q.Kind = detectList(toks)
+	q.Choices = detectChoices(toks)
 
 	used := make([]bool, len(toks))
 	for _, d := range findDates(toks, now) {
@@ -257,6 +262,45 @@ func detectList(toks []token) (list bool, kind string) {
 		seen = seen || plural(w)
 	}
 	return false, ""
+}
+
+// detectChoices finds "A or B" in a question: each side runs from "or"
+// to the nearest function word (an article, a preposition, a verb of
+// asking) or clause break, at most four words.
+func detectChoices(toks []token) []string {
+	for i := 1; i+1 < len(toks); i++ {
+		if toks[i].low != "or" || toks[i].brk || toks[i+1].brk {
+			continue
+		}
+		a := i
+		for a > 0 && i-a < 4 && !toks[a].brk && !isFunction(toks[a-1].low) {
+			a--
+			if toks[a].brk {
+				break
+			}
+		}
+		b := i + 1
+		for b < len(toks) && isFunction(toks[b].low) && !toks[b].brk {
+			b++
+		}
+		e := b
+		for e < len(toks) && e-b < 4 && !isFunction(toks[e].low) && (e == b || !toks[e].brk) {
+			e++
+		}
+		if a == i || e == b || alt(toks[b].low, "no|not|neither") {
+			return nil
+		}
+		return []string{joinText(toks[a:i]), joinText(toks[b:e])}
+	}
+	return nil
+}
+
+func joinText(ts []token) string {
+	words := make([]string, len(ts))
+	for k, t := range ts {
+		words[k] = t.text
+	}
+	return strings.Join(words, " ")
 }
 
 // listVague are the head nouns that name no kind of their own: "kinds of
