@@ -69,17 +69,34 @@ func (s *Store) embedderReady() bool {
 // queryVector embeds a query when a model is ready, and returns nil
 // (lexical signals only) when none is or it fails.
 func (s *Store) queryVector(ctx context.Context, text string) []float32 {
+	return s.queryVectors(ctx, text)[0]
+}
+
+// queryVectors embeds several texts of one query in one call (the message
+// and, for a list question, its kind: see listkind.go); every vector is
+// nil when no model is ready or it fails.
+func (s *Store) queryVectors(ctx context.Context, texts ...string) [][]float32 {
+	out := make([][]float32, len(texts))
 	if !s.embedderReady() {
-		return nil
+		return out
 	}
-	qv, err := s.opts.Embedder.Embed(ctx, []string{clip(text, embedMaxChars)})
-	if err != nil || len(qv) != 1 || len(qv[0]) == 0 {
+	in := make([]string, len(texts))
+	for i, t := range texts {
+		in[i] = clip(t, embedMaxChars)
+	}
+	qv, err := s.opts.Embedder.Embed(ctx, in)
+	if err != nil || len(qv) != len(texts) {
 		if err != nil {
 			s.log.Warn("query embedding failed; lexical signals only", "err", err)
 		}
-		return nil
+		return out
 	}
-	return qv[0]
+	for i, v := range qv {
+		if len(v) > 0 {
+			out[i] = v
+		}
+	}
+	return out
 }
 
 // embedLoop embeds turns that have no vector yet, conversation by

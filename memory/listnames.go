@@ -29,18 +29,7 @@ func (r *ranker) names(pool *board) signal {
 	if !r.q.List || r.w.Names == 0 || pool.len() == 0 {
 		return signal{name: "names"}
 	}
-	want := map[*conv]map[string]bool{}
-	for _, sp := range r.q.Speakers {
-		low := strings.ToLower(sp)
-		for _, c := range r.convs {
-			if c.speakers[low] > 0 {
-				if want[c] == nil {
-					want[c] = map[string]bool{}
-				}
-				want[c][low] = true
-			}
-		}
-	}
+	want := r.listSpeakers()
 	if len(want) == 0 {
 		return signal{name: "names"}
 	}
@@ -72,4 +61,22 @@ func (r *ranker) names(pool *board) signal {
 		}
 	}
 	return signal{name: "names", keys: keys, weight: r.w.Names}
+}
+
+// listSpeakers are the speakers the message names, by conversation: the
+// people whose turns a list question is about.
+func (r *ranker) listSpeakers() map[*conv]map[string]bool {
+	want := map[*conv]map[string]bool{}
+	for _, sp := range r.q.Speakers {
+		low := strings.ToLower(sp)
+		for _, c := range r.convs {
+			if c.speakers[low] > 0 {
+				if want[c] == nil {
+					want[c] = map[string]bool{}
+				}
+				want[c][low] = true
+			}
+		}
+	}
+	return want
 }

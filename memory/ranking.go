@@ -18,7 +18,9 @@ import (
 // the same say as Lexical, as plain RRF hybrids give (on that split dense
 // alone recalls 73.7% at 2000 tokens, BM25 alone 75.2%); Names set on the
 // same split (2026-11-24, real model): 1.0, the same say as the other
-// first-round lists (0.5 and 2 measured lower). Every figure measured
+// first-round lists (0.5 and 2 measured lower); Kind set on the same
+// split (2026-11-24, real model): 1.0 likewise (0.5 and 2 measured lower),
+// with its depth kindTake. Every figure measured
 // with these weights on that split is in-sample. Weights marked "LoCoMo
 // shape" help there because of how LoCoMo is built (two named speakers, a
 // question and its answer in adjacent turns) and are scoped by a condition
@@ -59,6 +61,9 @@ type Ranking struct {
 	// Names: the turns by the person a list question names that name
 	// something (a title, a place, a person), in first-round order.
 	Names float64
+	// Kind: the turns by the person a list question names, by cosine to
+	// the kind it asks about alone ("activities"), not to the question.
+	Kind float64
 }
 
 // DefaultRanking returns the fitted weights (see Ranking for the split).
@@ -66,7 +71,7 @@ func DefaultRanking() Ranking {
 	return Ranking{
 		Lexical: 1.0, Tags: 0.25, Dense: 1.0, Time: 0.6, Order: 0.1, Recency: 0.05, Expand: 0.3,
 		Neighbor: 0.5, Neighbor2: 0.5, Answer: 1.0, Speaker: 1.25, Working: 1.15,
-		Names: 1.0,
+		Names: 1.0, Kind: 1.0,
 	}
 }
 
@@ -76,7 +81,7 @@ func (r *Ranking) knobs() map[string]*float64 {
 		"lexical": &r.Lexical, "tags": &r.Tags, "dense": &r.Dense, "time": &r.Time, "order": &r.Order,
 		"recency": &r.Recency, "expand": &r.Expand, "neighbor": &r.Neighbor, "neighbor2": &r.Neighbor2,
 		"answer": &r.Answer, "speaker": &r.Speaker, "working": &r.Working,
-		"names": &r.Names,
+		"names": &r.Names, "kind": &r.Kind,
 	}
 }
 
@@ -109,7 +114,7 @@ func ParseRanking(base Ranking, spec string) (Ranking, error) {
 }
 
 func (r *Ranking) names() []string {
-	return []string{"lexical", "tags", "dense", "time", "order", "recency", "expand", "neighbor", "neighbor2", "answer", "speaker", "working", "names"}
+	return []string{"lexical", "tags", "dense", "time", "order", "recency", "expand", "neighbor", "neighbor2", "answer", "speaker", "working", "names", "kind"}
 }
 
 // ranking is the table this store uses.

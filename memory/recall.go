@@ -97,8 +97,14 @@ func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, er
 	}
 	// Embed the query before taking any lock: a model takes milliseconds.
 	var qvec []float32
+	var kvecs [][]float32
 	if len(convs) > 0 || s.items.hasAgentItems() {
-		qvec = s.queryVector(ctx, msg)
+		if kinds := kindTexts(q); len(kinds) > 0 && len(convs) > 0 {
+			v := s.queryVectors(ctx, append([]string{msg}, kinds...)...)
+			qvec, kvecs = v[0], v[1:]
+		} else {
+			qvec = s.queryVector(ctx, msg)
+		}
 	}
 	items, err := s.selectItems(ctx, res.conv, msg, qvec, int(float64(budget)*s.items.search.Share))
 	if err != nil {
@@ -144,7 +150,7 @@ func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, er
 	}
 
 	q = anchorDates(msg, q, convs)
-	ranked, matched, signals, err := s.rank(ctx, convs, msg, qvec, q, candidateDepth(budget))
+	ranked, matched, signals, err := s.rank(ctx, convs, msg, qvec, kvecs, q, candidateDepth(budget))
 	if err != nil {
 		return res, err
 	}

@@ -45,6 +45,7 @@ type ranker struct {
 	ids   []string
 	msg   string
 	qvec  []float32
+	kvecs [][]float32 // a question's kind or choices (listkind.go)
 	q     tagging.Query
 	depth int
 	w     Ranking
@@ -68,8 +69,9 @@ func (s *Store) newRanker(convs []*conv, msg string, qvec []float32, q tagging.Q
 // the second round seeded by the best of them; then neighbours and boosts.
 // It returns the candidates best first, the matched tags and the names of
 // the signals that contributed.
-func (s *Store) rank(ctx context.Context, convs []*conv, msg string, qvec []float32, q tagging.Query, depth int) ([]candidate, []string, []string, error) {
+func (s *Store) rank(ctx context.Context, convs []*conv, msg string, qvec []float32, kvecs [][]float32, q tagging.Query, depth int) ([]candidate, []string, []string, error) {
 	r := s.newRanker(convs, msg, qvec, q, depth)
+	r.kvecs = kvecs
 	lex, err := r.bm25(ctx)
 	if err != nil {
 		return nil, nil, nil, err
@@ -82,7 +84,7 @@ func (s *Store) rank(ctx context.Context, convs []*conv, msg string, qvec []floa
 		pool.release()
 		return nil, nil, nil, err
 	}
-	lists = append(lists, r.timeRange(pool), order, r.recency(), r.names(pool))
+	lists = append(lists, r.timeRange(pool), order, r.recency(), r.names(pool), r.kind(pool))
 	pool.release()
 	first := fuse(lists)
 	lists = append(lists, r.expand(first))

@@ -68,3 +68,44 @@ func TestNames(t *testing.T) {
 		}
 	}
 }
+
+// TestDetectListKind: a list question's kind is its head noun phrase, less
+// "kinds of" and the like; a vague head gives none.
+func TestDetectListKind(t *testing.T) {
+	now := time.Date(2023, 6, 15, 10, 0, 0, 0, time.UTC)
+	for _, tt := range []struct{ text, kind string }{
+		{"What activities does Melanie partake in?", "activities"},
+		{"What martial arts has John done?", "martial arts"},
+		{"Which European countries has Maria been to?", "European countries"},
+		{"What kinds of interests do Joanna and Nate share?", "interests"},
+		{"What are the names of John's children?", "children"},
+		{"What are the skills that Nate has helped others learn?", "skills"},
+		{"What things has Nate recommended to Joanna?", ""},
+		{"In what ways is Caroline participating in the LGBTQ community?", ""},
+		{"What did Melanie paint recently?", ""},
+	} {
+		if got := ClassifyQuery(tt.text, now).Kind; got != tt.kind {
+			t.Errorf("ClassifyQuery(%q).Kind = %q, want %q", tt.text, got, tt.kind)
+		}
+	}
+}
+
+// TestDetectChoices: "A or B" in a question gives both alternatives, each
+// cut at the nearest function word; "yes or no" gives none.
+func TestDetectChoices(t *testing.T) {
+	now := time.Date(2023, 6, 15, 10, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		text string
+		want []string
+	}{
+		{"Would Melanie be more interested in going to a national park or a theme park?", []string{"national park", "theme park"}},
+		{"Does John live close to a beach or the mountains?", []string{"beach", "mountains"}},
+		{"Is the cache in Postgres or SQLite?", []string{"Postgres", "SQLite"}},
+		{"Was September a good month for Nate? Answer yes or no.", nil},
+		{"What books has Tim read?", nil},
+	} {
+		if got := ClassifyQuery(tt.text, now).Choices; !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ClassifyQuery(%q).Choices = %q, want %q", tt.text, got, tt.want)
+		}
+	}
+}

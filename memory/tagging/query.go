@@ -35,6 +35,15 @@ type Query struct {
 	// before the verb. Its answer is gathered from many places, each
 	// naming one instance.
 	List bool
+	// Kind is a list question's noun phrase for the kind it asks about,
+	// as written ("books", "European countries", "interests" for "what
+	// kinds of interests"); "" when List is false or the kind says nothing
+	// ("things", "ways").
+	Kind string
+	// Choices are the alternatives of a question that offers two ("Would
+	// Melanie prefer a national park or a theme park?": "national park",
+	// "theme park"), as written; nil if none, or "yes or no".
+	Choices []string
 }
 
 // ClassifyQuery reads a recall message. Relative dates ("yesterday", "2
@@ -46,7 +55,8 @@ func ClassifyQuery(text string, now time.Time) Query {
 	var q Query
 	q.Order = detectOrder(toks)
 	q.When = detectWhen(toks)
-	q.List = detectList(toks)
+	q.List, q.Kind = detectList(toks)
+	q.Choices = detectChoices(toks)
 
 	used := make([]bool, len(toks))
 	for _, d := range findDates(toks, now) {
@@ -209,31 +219,105 @@ const (
 // and a plural ("what are the names of"). A modal verb makes it no list
 // (see listModal). A plural-looking word right
 // before a name is a verb ("what inspires Joanna"): the head must end at
-// the verb.
-func detectList(toks []token) bool {
+// the verb. kind is the noun phrase before the verb (see Query.Kind).
+func detectList(toks []token) (list bool, kind string) {
 	i := 0
 	if i < len(toks) && alt(toks[i].low, "in|on|at|from|with|for|to") {
 		i++
 	}
 	if i >= len(toks) || !alt(toks[i].low, "what|which") {
-		return false
+		return false, ""
 	}
 	i++
 	if has(toks, i, "are|were", "the|some") {
-		return i+2 < len(toks) && plural(toks[i+2].low)
+		if i+2 >= len(toks) || !plural(toks[i+2].low) {
+			return false, ""
+		}
+		// "what are the names of John's children": the kind is what
+		// follows "of", past a possessor.
+		j := i + 2
+		if alt(toks[j].low, listVague) && has(toks, j+1, "of") {
+			j += 2
+			if j+1 < len(toks) && toks[j].cap && !toks[j+1].brk {
+				j++
+			}
+		}
+		if j >= len(toks) {
+			return true, ""
+		}
+		return true, kindOf(toks[j : j+1])
 	}
 	seen := false
 	for j := i; j < len(toks) && j < i+5; j++ {
 		w := toks[j].low
 		if toks[j].brk || alt(w, listModal) {
-			return false
+			return false, ""
 		}
 		if alt(w, listAux) {
-			return seen
+			if !seen {
+				return false, ""
+			}
+			return true, kindOf(toks[i:j])
 		}
 		seen = seen || plural(w)
 	}
-	return false
+	return false, ""
+}
+
+// detectChoices finds "A or B" in a question: each side runs from "or"
+// to the nearest function word (an article, a preposition, a verb of
+// asking) or clause break, at most four words.
+func detectChoices(toks []token) []string {
+	for i := 1; i+1 < len(toks); i++ {
+		if toks[i].low != "or" || toks[i].brk || toks[i+1].brk {
+			continue
+		}
+		a := i
+		for a > 0 && i-a < 4 && !toks[a].brk && !isFunction(toks[a-1].low) {
+			a--
+			if toks[a].brk {
+				break
+			}
+		}
+		b := i + 1
+		for b < len(toks) && isFunction(toks[b].low) && !toks[b].brk {
+			b++
+		}
+		e := b
+		for e < len(toks) && e-b < 4 && !isFunction(toks[e].low) && (e == b || !toks[e].brk) {
+			e++
+		}
+		if a == i || e == b || alt(toks[b].low, "no|not|neither") {
+			return nil
+		}
+		return []string{joinText(toks[a:i]), joinText(toks[b:e])}
+	}
+	return nil
+}
+
+func joinText(ts []token) string {
+	words := make([]string, len(ts))
+	for k, t := range ts {
+		words[k] = t.text
+	}
+	return strings.Join(words, " ")
+}
+
+// listVague are the head nouns that name no kind of their own: "kinds of
+// interests" asks for interests, "what things" for anything.
+const listVague = "kind|kinds|type|types|sort|sorts|names|things|ways|stuff"
+
+// kindOf joins the words of a list question's head, less a leading "kinds
+// of" and the like; "" when nothing else is left.
+func kindOf(head []token) string {
+	for len(head) > 0 && (alt(head[0].low, listVague) || head[0].low == "of") {
+		head = head[1:]
+	}
+	words := make([]string, len(head))
+	for k, t := range head {
+		words[k] = t.text
+	}
+	return strings.Join(words, " ")
 }
 
 // plural reports a word that reads as a plural noun: a regular "-s" ending
