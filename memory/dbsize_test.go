@@ -116,25 +116,10 @@ func TestTurnSegmentsFromRanges(t *testing.T) {
 // turnTags.MarshalJSON.
 func withObjectTags(t *testing.T, dir, conv string) {
 	t.Helper()
-	path := filepath.Join(dir, decisionsDir, conv+".log")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	type object turnTags
-	var out []byte
-	n := 0
-	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		d, ok := decodeDecision(bytes.TrimSuffix(line, []byte("\n")))
-		if !ok {
-			t.Fatalf("undecodable decision %.100s", line)
-		}
+	rewriteDecisions(t, dir, conv, "tags decision", func(d decision, line []byte) ([]byte, int) {
 		if d.Kind != decTags {
-			out = append(out, line...)
-			continue
+			return line, 0
 		}
 		if !bytes.Contains(line, []byte(`"turns":[[`)) {
 			t.Fatalf("tags decision not in the array form: %.100s", line)
@@ -147,6 +132,7 @@ func withObjectTags(t *testing.T, dir, conv string) {
 		for i, tt := range d.Turns {
 			objs[i] = object(tt)
 		}
+		var err error
 		if m["turns"], err = json.Marshal(objs); err != nil {
 			t.Fatal(err)
 		}
@@ -154,15 +140,8 @@ func withObjectTags(t *testing.T, dir, conv string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = fmt.Appendf(out, "%08x %s\n", crc32.Checksum(body, castagnoli), body)
-		n += len(objs)
-	}
-	if n == 0 {
-		t.Fatal("no tags decision to rewrite")
-	}
-	if err := os.WriteFile(path, out, 0o600); err != nil {
-		t.Fatal(err)
-	}
+		return fmt.Appendf(nil, "%08x %s\n", crc32.Checksum(body, castagnoli), body), len(objs)
+	})
 }
 
 // TestTurnTagsForms: a turn's tags round-trip through the array form, and
@@ -308,19 +287,9 @@ func TestDocumentedRecordsVerify(t *testing.T) {
 // by reference.
 func countSegments(t *testing.T, dir, conv string) (full, refs int) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, decisionsDir, conv+".log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-		d, ok := decodeDecision(line)
-		if !ok {
-			t.Fatalf("undecodable decision %.100s", line)
-		}
-		if d.Kind == decCompact {
-			full += len(d.Segments)
-			refs += len(d.SegRefs)
-		}
+	for _, d := range compactDecisions(t, dir, conv) {
+		full += len(d.Segments)
+		refs += len(d.SegRefs)
 	}
 	return full, refs
 }
@@ -426,24 +395,9 @@ func TestForgetThenRebuildWithSegmentRefs(t *testing.T) {
 // they left them out.
 func withExplicitAdds(t *testing.T, dir, conv string) {
 	t.Helper()
-	path := filepath.Join(dir, decisionsDir, conv+".log")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []byte
-	n := 0
-	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		d, ok := decodeDecision(bytes.TrimSuffix(line, []byte("\n")))
-		if !ok {
-			t.Fatalf("undecodable decision %.100s", line)
-		}
+	rewriteDecisions(t, dir, conv, "rollup reference", func(d decision, line []byte) ([]byte, int) {
 		if len(d.TagRefs) == 0 {
-			out = append(out, line...)
-			continue
+			return line, 0
 		}
 		segs := append([]segmentRec(nil), d.Segments...)
 		for _, r := range d.SegRefs {
@@ -455,21 +409,11 @@ func withExplicitAdds(t *testing.T, dir, conv string) {
 				t.Fatalf("rollup reference of %s names its segments %v: want them left out", d.TagRefs[i].Tag, d.TagRefs[i].Add)
 			}
 			d.TagRefs[i].Add = derivedAdd(d.TagRefs[i].Tag, segs)
-			n++
 		}
-		enc, err := encodeDecision(d)
-		if err != nil {
-			t.Fatal(err)
-		}
+		enc := encodeDecisionT(t, d)
 		if !bytes.Contains(enc, []byte(`"add":[`)) {
 			t.Fatalf("rewritten decision names no segments: %.200s", enc)
 		}
-		out = append(out, enc...)
-	}
-	if n == 0 {
-		t.Fatal("no rollup reference to rewrite")
-	}
-	if err := os.WriteFile(path, out, 0o600); err != nil {
-		t.Fatal(err)
-	}
+		return enc, len(d.TagRefs)
+	})
 }

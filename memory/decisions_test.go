@@ -249,25 +249,78 @@ func TestRebuildGivesSameAnswers(t *testing.T) {
 	}
 }
 
-// countRollups counts the rollups compaction decisions hold in full and by
-// reference.
-func countRollups(t *testing.T, dir, conv string) (full, refs int) {
+// compactDecisions returns a conversation's compaction decisions, as its
+// decisions log holds them.
+func compactDecisions(t *testing.T, dir, conv string) []decision {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, decisionsDir, conv+".log"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out []decision
 	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
 		d, ok := decodeDecision(line)
 		if !ok {
 			t.Fatalf("undecodable decision %.100s", line)
 		}
 		if d.Kind == decCompact {
-			full += len(d.TagSums)
-			refs += len(d.TagRefs)
+			out = append(out, d)
 		}
 	}
+	return out
+}
+
+// countRollups counts the rollups compaction decisions hold in full and by
+// reference.
+func countRollups(t *testing.T, dir, conv string) (full, refs int) {
+	t.Helper()
+	for _, d := range compactDecisions(t, dir, conv) {
+		full += len(d.TagSums)
+		refs += len(d.TagRefs)
+	}
 	return full, refs
+}
+
+// rewriteDecisions rewrites conversation conv's decisions log line by
+// line: edit returns what replaces a decoded decision's line (the line
+// itself to keep it) and how many things it changed; none at all fails the
+// test ("no <what> to rewrite").
+func rewriteDecisions(t *testing.T, dir, conv, what string, edit func(d decision, line []byte) ([]byte, int)) {
+	t.Helper()
+	path := filepath.Join(dir, decisionsDir, conv+".log")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	n := 0
+	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		d, ok := decodeDecision(bytes.TrimSuffix(line, []byte("\n")))
+		if !ok {
+			t.Fatalf("undecodable decision %.100s", line)
+		}
+		b, k := edit(d, line)
+		out, n = append(out, b...), n+k
+	}
+	if n == 0 {
+		t.Fatalf("no %s to rewrite", what)
+	}
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// encodeDecisionT encodes d or fails the test.
+func encodeDecisionT(t *testing.T, d decision) []byte {
+	t.Helper()
+	enc, err := encodeDecision(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return enc
 }
 
 // withFullTagHashes rewrites conversation conv's decisions log with every
@@ -287,40 +340,15 @@ func withFullTagHashes(t *testing.T, dir, conv string) {
 		}
 		full[rec.Seq] = rec.Hash
 	}
-	path := filepath.Join(dir, decisionsDir, conv+".log")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []byte
-	n := 0
-	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		d, ok := decodeDecision(bytes.TrimSuffix(line, []byte("\n")))
-		if !ok {
-			t.Fatalf("undecodable decision %.100s", line)
-		}
+	rewriteDecisions(t, dir, conv, "tags decision", func(d decision, _ []byte) ([]byte, int) {
 		for i := range d.Turns {
 			if len(d.Turns[i].Hash) != tagHashLen || !strings.HasPrefix(full[d.Turns[i].Seq], d.Turns[i].Hash) {
 				t.Fatalf("tags decision of turn %d holds hash %q, want the %d-digit prefix of %q", d.Turns[i].Seq, d.Turns[i].Hash, tagHashLen, full[d.Turns[i].Seq])
 			}
 			d.Turns[i].Hash = full[d.Turns[i].Seq]
-			n++
 		}
-		enc, err := encodeDecision(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, enc...)
-	}
-	if n == 0 {
-		t.Fatal("no tags decision to rewrite")
-	}
-	if err := os.WriteFile(path, out, 0o600); err != nil {
-		t.Fatal(err)
-	}
+		return encodeDecisionT(t, d), len(d.Turns)
+	})
 }
 
 func TestDecisionLogSkipsDamagedRecords(t *testing.T) {

@@ -191,19 +191,7 @@ func verifyLine(line []byte) (int, error) {
 		return verifyArray(line)
 	}
 	if n > crcSuffixLen && bytes.Equal(line[n-crcSuffixLen:n-10], crcMember) && line[n-2] == '"' && line[n-1] == '}' {
-		want, err := strconv.ParseUint(string(line[n-10:n-2]), 16, 32)
-		if err != nil {
-			return 0, fmt.Errorf("%w: unreadable checksum", errDamaged)
-		}
-		got := crc32.Update(crc32.Checksum(line[:n-crcSuffixLen], castagnoli), castagnoli, []byte{'}'})
-		if uint32(want) != got {
-			return 0, fmt.Errorf("%w: checksum %08x, want %08x", errDamaged, got, want)
-		}
-		seq, ok := framedSeq(line)
-		if !ok {
-			return 0, fmt.Errorf("%w: checksum matches but the record has no sequence number", errDamaged)
-		}
-		return seq, nil
+		return checkSum(line, n-crcSuffixLen, '}', framedSeq)
 	}
 	var r struct {
 		V   int `json:"v"`
@@ -224,15 +212,23 @@ func verifyArray(line []byte) (int, error) {
 	if n <= crcElemLen || line[n-12] != ',' || line[n-11] != '"' || line[n-2] != '"' || line[n-1] != ']' {
 		return 0, fmt.Errorf("%w: an array record without its checksum", errDamaged)
 	}
+	return checkSum(line, n-crcElemLen, ']', arraySeq)
+}
+
+// checkSum verifies a line whose checksum, 8 hex digits at
+// line[len-10:len-2], covers line[:bodyEnd] and the closing byte, and
+// reads its sequence number with seqOf.
+func checkSum(line []byte, bodyEnd int, closing byte, seqOf func([]byte) (int, bool)) (int, error) {
+	n := len(line)
 	want, err := strconv.ParseUint(string(line[n-10:n-2]), 16, 32)
 	if err != nil {
 		return 0, fmt.Errorf("%w: unreadable checksum", errDamaged)
 	}
-	got := crc32.Update(crc32.Checksum(line[:n-crcElemLen], castagnoli), castagnoli, []byte{']'})
+	got := crc32.Update(crc32.Checksum(line[:bodyEnd], castagnoli), castagnoli, []byte{closing})
 	if uint32(want) != got {
 		return 0, fmt.Errorf("%w: checksum %08x, want %08x", errDamaged, got, want)
 	}
-	seq, ok := arraySeq(line)
+	seq, ok := seqOf(line)
 	if !ok {
 		return 0, fmt.Errorf("%w: checksum matches but the record has no sequence number", errDamaged)
 	}
@@ -246,8 +242,14 @@ func arraySeq(line []byte) (int, bool) {
 	if !bytes.HasPrefix(line, []byte(open)) {
 		return 0, false
 	}
+	return seqAt(line, len(open))
+}
+
+// seqAt reads the positive decimal sequence number that starts at line[i]
+// and ends at a comma.
+func seqAt(line []byte, i int) (int, bool) {
 	seq := 0
-	for i := len(open); i < len(line) && i < len(open)+12; i++ {
+	for end := i + 12; i < len(line) && i < end; i++ {
 		c := line[i]
 		if c == ',' {
 			return seq, seq > 0
@@ -288,18 +290,7 @@ func framedSeq(line []byte) (int, bool) {
 		!bytes.Equal(line[6:len(open)], []byte(open[6:])) {
 		return 0, false
 	}
-	seq := 0
-	for i := len(open); i < len(line) && i < len(open)+12; i++ {
-		c := line[i]
-		if c == ',' {
-			return seq, seq > 0
-		}
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		seq = seq*10 + int(c-'0')
-	}
-	return 0, false
+	return seqAt(line, len(open))
 }
 
 // decodeRecord verifies and decodes one line (without its newline).
