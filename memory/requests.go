@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -65,6 +66,11 @@ func (l *requestLog) open(path string) error {
 		return err
 	}
 	if old != nil {
+		// A move cut short before the old file's removal left its records
+		// in both: the compressed file's come first.
+		if len(f.recs) > 0 {
+			old = slices.DeleteFunc(old, func(r RequestRecord) bool { return r.Seq >= f.recs[0].Seq })
+		}
 		if err := l.rewrite(path, append(old, f.recs...)); err != nil {
 			return err
 		}

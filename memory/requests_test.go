@@ -129,3 +129,30 @@ func TestPlainRequestHistoryMovesIn(t *testing.T) {
 		t.Fatalf("after one more: %v, want [4 3 2 1]", got)
 	}
 }
+
+// TestPlainRequestHistoryMoveCutShort: a move that wrote the compressed
+// file but did not remove the plain one is finished without duplicates.
+func TestPlainRequestHistoryMoveCutShort(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	appendN(t, s, "c", 3) // the compressed file, records 1-3
+	legacy := filepath.Join(dir, requestsDir, fileName("c")+".jsonl")
+	var lines []byte
+	for i := 1; i <= 3; i++ { // the same records, left behind in plain form
+		b, _ := json.Marshal(RequestRecord{ID: "r", Seq: i, ConversationID: "c", Budget: 1000 + i - 1})
+		lines = append(append(lines, b...), '\n')
+	}
+	if err := os.WriteFile(legacy, lines, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	if got := requestSeqs(t, s, "c"); len(got) != 3 || got[0] != 3 || got[2] != 1 {
+		t.Fatalf("records %v, want [3 2 1] once each", got)
+	}
+	if _, err := os.Stat(legacy); !os.IsNotExist(err) {
+		t.Fatalf("the plain history is still there: %v", err)
+	}
+}
