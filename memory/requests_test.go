@@ -105,19 +105,7 @@ func TestRequestHistoryDamage(t *testing.T) {
 func TestPlainRequestHistoryMovesIn(t *testing.T) {
 	dir := t.TempDir()
 	s := openTest(t, Options{Dir: dir})
-	legacy := filepath.Join(dir, requestsDir, fileName("c")+".jsonl")
-	if err := os.MkdirAll(filepath.Dir(legacy), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	var lines []byte
-	for i := 1; i <= 3; i++ {
-		b, _ := json.Marshal(RequestRecord{ID: "r", Seq: i, ConversationID: "c", Budget: i})
-		lines = append(append(lines, b...), '\n')
-	}
-	lines = append(lines, "not json\n"...)
-	if err := os.WriteFile(legacy, lines, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	legacy := writePlainHistory(t, dir, "c", 3, 0, "not json\n")
 	if got := requestSeqs(t, s, "c"); len(got) != 3 || got[0] != 3 {
 		t.Fatalf("records %v, want [3 2 1]", got)
 	}
@@ -135,16 +123,8 @@ func TestPlainRequestHistoryMovesIn(t *testing.T) {
 func TestPlainRequestHistoryMoveCutShort(t *testing.T) {
 	dir := t.TempDir()
 	s := openTest(t, Options{Dir: dir})
-	appendN(t, s, "c", 3) // the compressed file, records 1-3
-	legacy := filepath.Join(dir, requestsDir, fileName("c")+".jsonl")
-	var lines []byte
-	for i := 1; i <= 3; i++ { // the same records, left behind in plain form
-		b, _ := json.Marshal(RequestRecord{ID: "r", Seq: i, ConversationID: "c", Budget: 1000 + i - 1})
-		lines = append(append(lines, b...), '\n')
-	}
-	if err := os.WriteFile(legacy, lines, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	appendN(t, s, "c", 3)                                // the compressed file, records 1-3
+	legacy := writePlainHistory(t, dir, "c", 3, 999, "") // the same records, left behind in plain form
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -155,4 +135,24 @@ func TestPlainRequestHistoryMoveCutShort(t *testing.T) {
 	if _, err := os.Stat(legacy); !os.IsNotExist(err) {
 		t.Fatalf("the plain history is still there: %v", err)
 	}
+}
+
+// writePlainHistory writes conv's request history as an earlier version
+// did (plain JSON lines): records 1..n with budget base+seq, then extra.
+// It returns the file's path.
+func writePlainHistory(t *testing.T, dir, conv string, n, base int, extra string) string {
+	t.Helper()
+	path := filepath.Join(dir, requestsDir, fileName(conv)+".jsonl")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var lines []byte
+	for i := 1; i <= n; i++ {
+		b, _ := json.Marshal(RequestRecord{ID: "r", Seq: i, ConversationID: conv, Budget: base + i})
+		lines = append(append(lines, b...), '\n')
+	}
+	if err := os.WriteFile(path, append(lines, extra...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

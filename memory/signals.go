@@ -51,9 +51,9 @@ type ranker struct {
 	w     Ranking
 	// matched collects the tags the message matched (tags signal).
 	matched []string
-	// unfiltered, once known, says that the index holds only these
-	// conversations' documents (see search).
-	unfiltered *bool
+	// unfiltered says that the index holds only these conversations'
+	// documents (see search).
+	unfiltered bool
 }
 
 func (s *Store) newRanker(convs []*conv, msg string, qvec []float32, q tagging.Query, depth int) *ranker {
@@ -62,6 +62,7 @@ func (s *Store) newRanker(convs []*conv, msg string, qvec []float32, q tagging.Q
 	for i, c := range convs {
 		r.byID[c.id], r.ids[i] = c, c.id
 	}
+	r.unfiltered = s.ix.OnlyIn(r.ids)
 	return r
 }
 
@@ -139,11 +140,7 @@ func (r *ranker) search(ctx context.Context, text string, limit int) ([]rkey, er
 	// when the index holds only their documents, which is the common case of
 	// one conversation per data directory, Bleve's filters admit everything
 	// and only cost it a leapfrog per hit.
-	if r.unfiltered == nil {
-		only := r.s.ix.OnlyIn(r.ids)
-		r.unfiltered = &only
-	}
-	if !*r.unfiltered {
+	if !r.unfiltered {
 		iq.Conversations, iq.Kinds = r.ids, []string{"turn"}
 	}
 	hits, err := r.s.ix.Search(ctx, iq)
