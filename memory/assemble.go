@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,7 +45,7 @@ type summaryPick struct {
 // of the matched topics that have been compacted, then a hint naming the
 // topics on record. Broad queries put the topic overview first. The
 // conversations' read locks are held.
-func (s *Store) assemble(convs []*conv, ranked []candidate, matched []string, q tagging.Query, budget int, multi bool, style HintStyle) assembly {
+func (s *Store) assemble(convs []*conv, ranked rankedList, matched []string, q tagging.Query, budget int, multi bool, style HintStyle) assembly {
 	var a assembly
 	const header = "# Recalled memory\n"
 	used := s.tok.Count(header) + 2 // slack for joins
@@ -194,9 +195,9 @@ type packer struct {
 	multi    bool
 	sessions map[sessKey]bool
 	hcosts   map[sessKey]int // estimated header cost of each session seen
-	taken    map[*candidate]bool
-	pinned   map[rkey]bool
+	taken    map[rkey]bool   // turns taken, tried and left, or pinned
 	picks    []pick
+	tail     []candidate // scratch for the ranking's unsorted rest
 }
 
 // sessKey names one session of one conversation.
@@ -207,7 +208,7 @@ type sessKey struct {
 
 func newPacker(s *Store, budget, used int, multi bool) *packer {
 	return &packer{s: s, budget: budget, used: used, multi: multi, sessions: map[sessKey]bool{},
-		hcosts: map[sessKey]int{}, taken: map[*candidate]bool{}, pinned: map[rkey]bool{}}
+		hcosts: map[sessKey]int{}, taken: map[rkey]bool{}}
 }
 
 // headerCost is the estimated cost of sk's session header, or 0 once the
@@ -243,16 +244,37 @@ func (p *packer) pinRules(convs []*conv) []pick {
 			p.used += cost
 			ruleUsed += cost
 			rules = append(rules, pick{c: c, seq: t.Seq, text: turnPrefix(t) + oneLine(rec.Content), cost: cost, mode: IncludeAlways})
-			p.pinned[rkey{c, t.Seq}] = true
+			p.taken[rkey{c, t.Seq}] = true
 		}
 	}
 	return rules
 }
 
 // pack adds ranked turns not taken yet, best first, while they fit.
-func (p *packer) pack(ranked []candidate) {
-	for i := range ranked {
-		cd := &ranked[i]
+// Below the ranking's sorted head only turns whose text fits what is left
+// can be taken (the room only shrinks): those are picked out and sorted,
+// and the packing goes on through them, as through the whole ranking.
+func (p *packer) pack(ranked rankedList) {
+	p.packFrom(ranked.list[:ranked.sorted], 0)
+	if ranked.sorted == ranked.len() || p.used >= p.budget-4 {
+		return
+	}
+	room := p.budget - p.used
+	tail := p.tail[:0]
+	for _, cd := range ranked.list[ranked.sorted:] {
+		if cd.c.turn(cd.seq).Tokens+1 <= room {
+			tail = append(tail, cd)
+		}
+	}
+	slices.SortFunc(tail, candCmp)
+	p.packFrom(tail, ranked.sorted)
+	p.tail = tail
+}
+
+// packFrom packs ranked, whose first entry is at rank from.
+func (p *packer) packFrom(ranked []candidate, from int) {
+	for j := range ranked {
+		i, cd := from+j, &ranked[j]
 		if p.used >= p.budget-4 {
 			break
 		}
@@ -262,7 +284,8 @@ func (p *packer) pack(ranked []candidate) {
 		if i >= cutRanks && p.used+t.Tokens+1 > p.budget {
 			continue
 		}
-		if p.taken[cd] || p.pinned[rkey{cd.c, cd.seq}] {
+		k := rkey{cd.c, cd.seq}
+		if p.taken[k] {
 			continue
 		}
 		cost := t.Tokens + p.s.prefixTokens(t) + 1
@@ -277,10 +300,10 @@ func (p *packer) pack(ranked []candidate) {
 		rec, err := cd.c.log.read(t.Start, t.End)
 		if err != nil {
 			p.s.log.Warn("unreadable turn skipped", "conversation", cd.c.id, "turn", cd.seq, "err", err)
-			p.taken[cd] = true
+			p.taken[k] = true
 			continue
 		}
-		p.taken[cd] = true
+		p.taken[k] = true
 		p.sessions[sk] = true
 		p.used += cost + hcost
 		p.headers += hcost
@@ -311,7 +334,7 @@ func (p *packer) cut(cd *candidate, t *turnMeta, sk sessKey, hcost int) {
 			return
 		}
 	}
-	p.taken[cd] = true
+	p.taken[rkey{cd.c, cd.seq}] = true
 	p.sessions[sk] = true
 	p.used += n + 1 + hcost
 	p.headers += hcost
@@ -401,15 +424,12 @@ func oneLine(s string) string { return strings.TrimRight(s, " \t\r\n") }
 // topicSummaries returns, for the topics a query matched (or that its best
 // turns carry), the Layer 2 summary and the segment summaries of compacted
 // turns, best first.
-func (s *Store) topicSummaries(convs []*conv, matched []string, ranked []candidate) []summaryPick {
+func (s *Store) topicSummaries(convs []*conv, matched []string, ranked rankedList) []summaryPick {
 	var out []summaryPick
 	seenTag := map[string]bool{}
 	seenSeg := map[string]bool{}
 	tags := append([]string(nil), matched...)
-	for i, cd := range ranked {
-		if i >= 10 {
-			break
-		}
+	for _, cd := range ranked.top(10) {
 		if t := cd.c.turn(cd.seq); t != nil && len(t.Tags) > 0 {
 			tags = appendUnique(tags, t.Tags[0])
 		}
@@ -424,8 +444,8 @@ func (s *Store) topicSummaries(convs []*conv, matched []string, ranked []candida
 			}
 		}
 		// Segments holding the best compacted hits.
-		for i, cd := range ranked {
-			if i >= 40 || cd.c != c {
+		for _, cd := range ranked.top(40) {
+			if cd.c != c {
 				continue
 			}
 			t := c.turn(cd.seq)

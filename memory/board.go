@@ -30,20 +30,48 @@ type boardPageOf struct {
 	in [boardPage]bool
 }
 
-// pagePool recycles pages between recalls (a recall fills a few hundred
-// KB of them); a page is zeroed before it goes back.
-var pagePool = sync.Pool{New: func() any { return new(boardPageOf) }}
+// freePages recycles pages between recalls (a recall fills a few hundred
+// KB of them); a page is zeroed before it goes back. It is a plain free
+// list, not a sync.Pool: a pool is emptied by every other garbage
+// collection, and a recall makes garbage enough to run one every few
+// recalls, so pages came back from the pool rarely. Up to maxFreePages
+// (about 4.5 MB) are kept.
+var freePages struct {
+	sync.Mutex
+	pages []*boardPageOf
+}
 
-// release returns b's pages to the pool; b must not be used after.
+const maxFreePages = 4096
+
+func getPage() *boardPageOf {
+	freePages.Lock()
+	defer freePages.Unlock()
+	if n := len(freePages.pages); n > 0 {
+		pg := freePages.pages[n-1]
+		freePages.pages = freePages.pages[:n-1]
+		return pg
+	}
+	return new(boardPageOf)
+}
+
+// release returns b's pages to the free list; b must not be used after.
 func (b *board) release() {
 	for _, ps := range b.convs {
 		for _, pg := range ps {
 			if pg != nil {
 				*pg = boardPageOf{}
-				pagePool.Put(pg)
 			}
 		}
 	}
+	freePages.Lock()
+	for _, ps := range b.convs {
+		for _, pg := range ps {
+			if pg != nil && len(freePages.pages) < maxFreePages {
+				freePages.pages = append(freePages.pages, pg)
+			}
+		}
+	}
+	freePages.Unlock()
 	b.convs, b.keys, b.last, b.lastPages = nil, nil, nil, nil
 }
 
@@ -87,7 +115,7 @@ func (b *board) slot(k rkey) *float64 {
 	p := k.seq >> boardShift
 	pg := ps[p]
 	if pg == nil {
-		pg = pagePool.Get().(*boardPageOf)
+		pg = getPage()
 		ps[p] = pg
 	}
 	i := k.seq & (boardPage - 1)

@@ -884,7 +884,7 @@ func (s *Store) scrubRequests(id string, gone, forgot map[string]bool) error {
 	if err := l.open(path); err != nil {
 		return err
 	}
-	f, err := loadRequests(path)
+	f, err := loadRequests(path, true)
 	if err != nil || len(f.recs) == 0 {
 		return err
 	}

@@ -193,7 +193,7 @@ func (s *Store) recallHierarchy(ctx context.Context, c *conv, budget int, res Re
 }
 
 // excludeHeld drops the candidates whose text is one the caller holds.
-func excludeHeld(ranked []candidate, held []string) ([]candidate, int) {
+func excludeHeld(ranked rankedList, held []string) (rankedList, int) {
 	if len(held) == 0 {
 		return ranked, 0
 	}
@@ -203,14 +203,11 @@ func excludeHeld(ranked []candidate, held []string) ([]candidate, int) {
 			keys[textKey(t)] = true
 		}
 	}
-	out := ranked[:0:0]
-	for _, cd := range ranked {
-		if t := cd.c.turn(cd.seq); t != nil && t.TextKey != "" && keys[t.TextKey] {
-			continue
-		}
-		out = append(out, cd)
-	}
-	return out, len(ranked) - len(out)
+	out := ranked.filter(func(cd candidate) bool {
+		t := cd.c.turn(cd.seq)
+		return t == nil || t.TextKey == "" || !keys[t.TextKey]
+	})
+	return out, ranked.len() - out.len()
 }
 
 // minMemoryBudget is the least budget worth assembling memory in once the

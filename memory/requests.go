@@ -36,7 +36,10 @@ type requestLog struct {
 	mu     sync.Mutex
 	loaded bool
 	next   int // seq of the next record
-	count  int // records in the file
+	// ends are the end offsets of the file's whole members, as this
+	// process read and appended them: trimming cuts at one without
+	// reading the members again, unless the file's size says it changed.
+	ends []int
 }
 
 func (s *Store) requestsPath(id string) string {
@@ -61,7 +64,7 @@ func (l *requestLog) open(path string) error {
 	if err != nil {
 		return err
 	}
-	f, err := loadRequests(path)
+	f, err := loadRequests(path, true)
 	if err != nil {
 		return err
 	}
@@ -77,7 +80,7 @@ func (l *requestLog) open(path string) error {
 		if err := os.Remove(legacy); err != nil {
 			return fmt.Errorf("request history moved to %s; remove the old %s: %w", filepath.Base(path), filepath.Base(legacy), err)
 		}
-		if f, err = loadRequests(path); err != nil {
+		if f, err = loadRequests(path, true); err != nil {
 			return err
 		}
 	} else if f.good < len(f.data) {
@@ -85,7 +88,7 @@ func (l *requestLog) open(path string) error {
 			return fmt.Errorf("repair request history: %w", err)
 		}
 	}
-	l.next, l.count = 1, len(f.ends)
+	l.next, l.ends = 1, f.ends
 	if n := len(f.recs); n > 0 {
 		l.next = f.recs[n-1].Seq + 1
 	}
@@ -122,8 +125,12 @@ func (s *Store) appendRequest(rec *RequestRecord) error {
 		return fmt.Errorf("append to request history: %w", err)
 	}
 	l.next++
-	l.count++
-	if l.count > RequestRetention+RequestRetention/2 {
+	if werr == nil {
+		l.ends = append(l.ends, l.size()+len(member))
+	} else {
+		l.ends = nil // unknown: the next trim reads the file
+	}
+	if len(l.ends) > RequestRetention+RequestRetention/2 {
 		return l.trim(path, RequestRetention)
 	}
 	return nil
@@ -139,7 +146,7 @@ func (s *Store) readRequestHistory(id string) ([]RequestRecord, error) {
 	if err := l.open(path); err != nil {
 		return nil, err
 	}
-	f, err := loadRequests(path)
+	f, err := loadRequests(path, true)
 	return f.recs, err
 }
 
@@ -181,10 +188,11 @@ type requestFile struct {
 
 var gzipMagic = []byte{0x1f, 0x8b, 0x08}
 
-// loadRequests reads the history at path (none: an empty one). A damaged
-// member is skipped (the reading resumes at the next member's header) and
-// a record that does not decode is left out; both are kept in the file.
-func loadRequests(path string) (requestFile, error) {
+// loadRequests reads the history at path (none: an empty one), and its
+// records when decode is set. A damaged member is skipped (the reading
+// resumes at the next member's header) and a record that does not decode
+// is left out; both are kept in the file.
+func loadRequests(path string, decode bool) (requestFile, error) {
 	var f requestFile
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -215,6 +223,9 @@ func loadRequests(path string) (requestFile, error) {
 		off = len(data) - br.Len()
 		f.ends = append(f.ends, off)
 		f.good = off
+		if !decode {
+			continue
+		}
 		for _, line := range bytes.Split(body.Bytes(), []byte{'\n'}) {
 			var r RequestRecord
 			if len(line) > 0 && json.Unmarshal(line, &r) == nil && r.Seq > 0 {
@@ -225,21 +236,43 @@ func loadRequests(path string) (requestFile, error) {
 	return f, nil
 }
 
-// trim keeps the newest keep members of the history at path (atomically),
-// copied as they are. l.mu is held.
-func (l *requestLog) trim(path string, keep int) error {
-	f, err := loadRequests(path)
-	if err != nil {
-		return err
+// size is where the history's last whole member ends.
+func (l *requestLog) size() int {
+	if len(l.ends) == 0 {
+		return 0
 	}
-	if len(f.ends) <= keep {
-		l.count = len(f.ends)
+	return l.ends[len(l.ends)-1]
+}
+
+// trim keeps the newest keep members of the history at path (atomically),
+// copied as they are. The members' ends are the ones this process knows
+// when the file is still the size they say; otherwise the file is read
+// again to find them. l.mu is held.
+func (l *requestLog) trim(path string, keep int) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read request history: %w", err)
+	}
+	ends, good := l.ends, l.size()
+	if len(ends) == 0 || good != len(data) {
+		f, err := loadRequests(path, false)
+		if err != nil {
+			return err
+		}
+		data, ends, good = f.data, f.ends, f.good
+	}
+	if len(ends) <= keep {
+		l.ends = ends
 		return nil
 	}
-	if err := atomicWrite(path, f.data[f.ends[len(f.ends)-keep-1]:f.good]); err != nil {
+	cut := ends[len(ends)-keep-1]
+	if err := atomicWrite(path, data[cut:good]); err != nil {
 		return err
 	}
-	l.count = keep
+	l.ends = make([]int, keep, RequestRetention*2)
+	for i, e := range ends[len(ends)-keep:] {
+		l.ends[i] = e - cut
+	}
 	return nil
 }
 
@@ -247,19 +280,22 @@ func (l *requestLog) trim(path string, keep int) error {
 // held.
 func (l *requestLog) rewrite(path string, recs []RequestRecord) error {
 	var out []byte
+	ends := make([]int, 0, max(len(recs), RequestRetention*2))
 	for i := range recs {
 		var err error
 		if out, err = encodeRequest(out, &recs[i]); err != nil {
 			return err
 		}
+		ends = append(ends, len(out))
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
 	if err := atomicWrite(path, out); err != nil {
+		l.ends = nil // unknown: the next trim reads the file
 		return err
 	}
-	l.count = len(recs)
+	l.ends = ends
 	return nil
 }
 

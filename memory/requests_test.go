@@ -73,7 +73,7 @@ func TestRequestHistoryDamage(t *testing.T) {
 	s := openTest(t, Options{Dir: dir})
 	appendN(t, s, "c", 4)
 	path := s.requestsPath("c")
-	f, err := loadRequests(path)
+	f, err := loadRequests(path, true)
 	if err != nil || len(f.ends) != 4 {
 		t.Fatalf("%d members, %v", len(f.ends), err)
 	}

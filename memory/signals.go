@@ -1,11 +1,9 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -70,12 +68,12 @@ func (s *Store) newRanker(convs []*conv, msg string, qvec []float32, q tagging.Q
 // the second round seeded by the best of them; then neighbours and boosts.
 // It returns the candidates best first, the matched tags and the names of
 // the signals that contributed.
-func (s *Store) rank(ctx context.Context, convs []*conv, msg string, qvec []float32, kvecs [][]float32, q tagging.Query, depth int) ([]candidate, []string, []string, error) {
+func (s *Store) rank(ctx context.Context, convs []*conv, msg string, qvec []float32, kvecs [][]float32, q tagging.Query, depth int) (rankedList, []string, []string, error) {
 	r := s.newRanker(convs, msg, qvec, q, depth)
 	r.kvecs = kvecs
 	lex, err := r.bm25(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return rankedList{}, nil, nil, err
 	}
 	lists := []signal{lex, r.tags()}
 	lists = append(lists, r.dense()...)
@@ -83,7 +81,7 @@ func (s *Store) rank(ctx context.Context, convs []*conv, msg string, qvec []floa
 	order, err := r.order(ctx, lists)
 	if err != nil {
 		pool.release()
-		return nil, nil, nil, err
+		return rankedList{}, nil, nil, err
 	}
 	lists = append(lists, r.timeRange(pool), order, r.recency(), r.names(pool), r.kind(pool))
 	pool.release()
@@ -431,7 +429,7 @@ func (r *ranker) spread(scores *board) {
 // (only when turns carry people's names: a role-only chat has none) and
 // the topics the model paged in. It returns the candidates best first and
 // the names of the boosts that applied.
-func (r *ranker) boost(scores *board) ([]candidate, []string) {
+func (r *ranker) boost(scores *board) (rankedList, []string) {
 	speakers := map[string]bool{}
 	for _, sp := range r.q.Speakers {
 		low := strings.ToLower(sp)
@@ -465,19 +463,7 @@ func (r *ranker) boost(scores *board) ([]candidate, []string) {
 		}
 		out = append(out, candidate{c: k.c, seq: k.seq, score: v})
 	}
-	slices.SortFunc(out, func(a, b candidate) int {
-		if a.score != b.score {
-			if a.score > b.score {
-				return -1
-			}
-			return 1
-		}
-		if a.c != b.c {
-			return strings.Compare(a.c.id, b.c.id)
-		}
-		return cmp.Compare(b.seq, a.seq)
-	})
-	return out, names
+	return rankCandidates(out, rankedHead), names
 }
 
 func keyLess(a, b rkey) bool {
