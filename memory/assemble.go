@@ -237,13 +237,13 @@ func (p *packer) pinRules(convs []*conv) []pick {
 			if ruleUsed+cost > p.budget/ruleShare {
 				continue
 			}
-			rec, err := c.log.read(t.Start, t.End)
+			content, err := c.log.readContent(t.Start, t.End)
 			if err != nil {
 				continue
 			}
 			p.used += cost
 			ruleUsed += cost
-			rules = append(rules, pick{c: c, seq: t.Seq, text: turnPrefix(t) + oneLine(rec.Content), cost: cost, mode: IncludeAlways})
+			rules = append(rules, pick{c: c, seq: t.Seq, text: turnPrefix(t) + oneLine(content), cost: cost, mode: IncludeAlways})
 			p.taken[rkey{c, t.Seq}] = true
 		}
 	}
@@ -297,7 +297,7 @@ func (p *packer) packFrom(ranked []candidate, from int) {
 			}
 			continue
 		}
-		rec, err := cd.c.log.read(t.Start, t.End)
+		content, err := cd.c.log.readContent(t.Start, t.End)
 		if err != nil {
 			p.s.log.Warn("unreadable turn skipped", "conversation", cd.c.id, "turn", cd.seq, "err", err)
 			p.taken[k] = true
@@ -307,7 +307,7 @@ func (p *packer) packFrom(ranked []candidate, from int) {
 		p.sessions[sk] = true
 		p.used += cost + hcost
 		p.headers += hcost
-		p.picks = append(p.picks, pick{c: cd.c, seq: cd.seq, text: turnPrefix(t) + oneLine(rec.Content), cost: cost, mode: includeMode(cd.c, t)})
+		p.picks = append(p.picks, pick{c: cd.c, seq: cd.seq, text: turnPrefix(t) + oneLine(content), cost: cost, mode: includeMode(cd.c, t)})
 	}
 }
 
@@ -320,7 +320,7 @@ func (p *packer) cut(cd *candidate, t *turnMeta, sk sessKey, hcost int) {
 	if room <= 0 {
 		return
 	}
-	rec, err := cd.c.log.read(t.Start, t.End)
+	content, err := cd.c.log.readContent(t.Start, t.End)
 	if err != nil {
 		return
 	}
@@ -328,9 +328,9 @@ func (p *packer) cut(cd *candidate, t *turnMeta, sk sessKey, hcost int) {
 	if len(p.picks) == 0 {
 		share = room * 2 / 3
 	}
-	text, n, ref, ok := p.s.cutTurn(cd.c, t, rec.Content, share)
+	text, n, ref, ok := p.s.cutTurn(cd.c, t, content, share)
 	if !ok {
-		if text, n, ref, ok = p.s.droppedTurn(cd.c, t, rec.Content, min(room, 64)); !ok {
+		if text, n, ref, ok = p.s.droppedTurn(cd.c, t, content, min(room, 64)); !ok {
 			return
 		}
 	}

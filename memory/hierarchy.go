@@ -222,11 +222,11 @@ func (s *Store) assembleHierarchy(c *conv, budget int) assembly {
 					parts.sums = append(parts.sums, seq)
 					continue
 				}
-				rec, err := c.log.read(t.Start, t.End)
+				content, err := c.log.readContent(t.Start, t.End)
 				if err != nil {
 					continue
 				}
-				b.WriteString(turnPrefix(t) + oneLine(rec.Content) + "\n")
+				b.WriteString(turnPrefix(t) + oneLine(content) + "\n")
 				parts.short = append(parts.short, seq)
 			}
 		}
@@ -235,7 +235,7 @@ func (s *Store) assembleHierarchy(c *conv, budget int) assembly {
 			last := ""
 			for _, seq := range p.whole {
 				t := c.turn(seq)
-				rec, err := c.log.read(t.Start, t.End)
+				content, err := c.log.readContent(t.Start, t.End)
 				if err != nil {
 					continue
 				}
@@ -243,7 +243,7 @@ func (s *Store) assembleHierarchy(c *conv, budget int) assembly {
 					b.WriteString(sessionHeader(c, t, false) + "\n")
 					last = sk
 				}
-				b.WriteString(turnPrefix(t) + oneLine(rec.Content) + "\n")
+				b.WriteString(turnPrefix(t) + oneLine(content) + "\n")
 				parts.whole = append(parts.whole, seq)
 			}
 		}

@@ -52,11 +52,11 @@ func (r *ranker) names(pool *board) signal {
 			continue
 		}
 		scanned++
-		rec, err := k.c.log.read(t.Start, t.End)
+		content, err := k.c.log.readContent(t.Start, t.End)
 		if err != nil {
 			continue
 		}
-		if len(tagging.Names(rec.Content, skip[k.c])) > 0 {
+		if len(tagging.Names(content, skip[k.c])) > 0 {
 			keys = append(keys, k)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,8 +32,12 @@ func FuzzScanLog(f *testing.F) {
 			if !bytes.Equal(data[fr.Start:fr.End], fr.line) {
 				t.Fatalf("frame bytes differ from the input at %d", fr.Start)
 			}
-			if _, err := fr.record(); err != nil {
+			rec, err := fr.record()
+			if err != nil {
 				t.Fatalf("verified frame does not decode: %v", err)
+			}
+			if s, ok := lineContent(fr.line); ok && s != rec.Content {
+				t.Fatalf("content read from the line %q, decoded %q", s, rec.Content)
 			}
 			last = fr.End
 			return nil
@@ -281,6 +286,54 @@ func TestMessageHashParts(t *testing.T) {
 		copy(want[:], h.Sum(nil))
 		if got := messageHash(in); got != want {
 			t.Errorf("case %d: hash %x, want %x", i, got, want)
+		}
+	}
+}
+
+// TestLineContentMatchesDecode: the content read straight from a version 4
+// line is the decoded record's, for every kind of text; a line that is not
+// a verified version 4 record is left to the whole decoder.
+func TestLineContentMatchesDecode(t *testing.T) {
+	ts := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		r    logRecord
+	}{
+		{"plain", logRecord{Seq: 1, Role: "user", Content: "the cache job failed on friday"}},
+		{"empty", logRecord{Seq: 2, Role: "assistant", Content: ""}},
+		{"named, timed", logRecord{Seq: 3, Role: "user", Name: "Caroline", Content: "I went to the LGBTQ support group", Timestamp: &ts}},
+		{"escapes", logRecord{Seq: 4, Role: "user", Content: "quote \" backslash \\ tab \t newline \n html <b>&amp;</b> \u2028"}},
+		{"unicode", logRecord{Seq: 5, Role: "user", Content: "Grüße, 東京 🚀 — ok"}},
+		{"invalid utf-8", logRecord{Seq: 6, Role: "user", Content: "bad \xff byte"}},
+		{"name with a quote", logRecord{Seq: 7, Role: "user", Name: `O"Neil, [x]`, Content: "a, b, c"}},
+		{"rare members", logRecord{Seq: 8, Role: "tool", Content: "[1,2]", ToolCallID: "call_1", Hash: "abc"}},
+		{"numbers", logRecord{Seq: 1234567, Role: "user", Content: "-1e5, 3.14"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.r.At = ts
+			line, err := encodeRecord(tc.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := decodeRecord(line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := lineContent(line)
+			if !ok || got != want.Content {
+				t.Fatalf("lineContent = %q, %v; decoded %q", got, ok, want.Content)
+			}
+			// One flipped byte: the checksum fails, and so must the shortcut.
+			bad := slices.Clone(line)
+			bad[len(bad)/2] ^= 0x20
+			if s, ok := lineContent(bad); ok {
+				t.Fatalf("a damaged line gave %q", s)
+			}
+		})
+	}
+	for _, line := range []string{``, `[`, `{"v":1,"seq":1,"role":"user","content":"x"}`, `[4,1,"user","",`} {
+		if s, ok := lineContent([]byte(line)); ok {
+			t.Errorf("lineContent(%q) = %q, want not ok", line, s)
 		}
 	}
 }

@@ -82,7 +82,7 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 		}
 		// The index keeps no text: the excerpt is cut from the master log,
 		// the text the turn was indexed with.
-		rec, err := c.log.read(t.Start, t.End)
+		content, err := c.log.readContent(t.Start, t.End)
 		if errors.Is(err, errDamaged) {
 			s.log.Warn("master log: damaged record left out of find_quote", "conversation", c.id, "turn", turnID(t.Seq), "err", err)
 			continue
@@ -90,9 +90,9 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 		if err != nil {
 			return res, err
 		}
-		excerpt := strings.Join(index.Fragments(rec.Content, h.Matches), " … ")
+		excerpt := strings.Join(index.Fragments(content, h.Matches), " … ")
 		if excerpt == "" {
-			excerpt = clip(rec.Content, excerptChars)
+			excerpt = clip(content, excerptChars)
 		}
 		file := s.refPath(c.log.path)
 		res.Quotes = append(res.Quotes, Quote{
@@ -176,14 +176,14 @@ func (s *Store) semanticQuotes(ctx context.Context, convs []*conv, query string,
 				!req.Since.IsZero() && t.When.Before(req.Since) || !req.Until.IsZero() && t.When.After(req.Until) {
 				continue
 			}
-			rec, err := c.log.read(t.Start, t.End)
+			content, err := c.log.readContent(t.Start, t.End)
 			if err != nil {
 				return out, err
 			}
 			file := s.refPath(c.log.path)
 			out = append(out, Quote{
 				TurnID: turnID(seq), ConversationID: c.id, Role: t.Role, Speaker: t.Name, Timestamp: t.When,
-				Excerpt: clip(rec.Content, excerptChars), Tags: nonNil(t.Tags), Ref: LogRef{File: file, Start: t.Start, End: t.End},
+				Excerpt: clip(content, excerptChars), Tags: nonNil(t.Tags), Ref: LogRef{File: file, Start: t.Start, End: t.End},
 				Score: float64(sims[i]), Match: "semantic",
 			})
 		}
