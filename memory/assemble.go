@@ -108,15 +108,17 @@ func (s *Store) assemble(convs []*conv, ranked rankedList, matched []string, q t
 
 	text := render(header, rules, pk.picks, chosenSums, hint, q.Broad, multi)
 	// The estimates are upper bounds; with the exact count in hand, what is
-	// left is filled with the next best turns.
-	n := s.tok.Count(text)
+	// left is filled with the next best turns. Counts are kept by line:
+	// each count after the first only counts the lines that changed.
+	lines := make(map[string]int, 2*len(pk.picks)+16)
+	n := s.tok.CountChunks(text, lines)
 	if budget-n > 16 && hint == "" {
 		pk.used = n
 		before := len(pk.picks)
 		pack()
 		if len(pk.picks) > before {
 			text = render(header, rules, pk.picks, chosenSums, hint, q.Broad, multi)
-			n = s.tok.Count(text)
+			n = s.tok.CountChunks(text, lines)
 		}
 	}
 	picks := pk.picks
@@ -124,7 +126,7 @@ func (s *Store) assemble(convs []*conv, ranked rankedList, matched []string, q t
 	// Check the whole exactly; if over, drop the weakest parts worth the
 	// overshoot (the hint first, then the lowest-ranked turns, then
 	// summaries) and check again.
-	for ; n > budget; n = s.tok.Count(text) {
+	for ; n > budget; n = s.tok.CountChunks(text, lines) {
 		over := n - budget
 		switch {
 		case hint != "":

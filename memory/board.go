@@ -38,7 +38,8 @@ type boardPageOf struct {
 // (about 4.5 MB) are kept.
 var freePages struct {
 	sync.Mutex
-	pages []*boardPageOf
+	pages  []*boardPageOf
+	boards []*board
 }
 
 const maxFreePages = 4096
@@ -54,7 +55,8 @@ func getPage() *boardPageOf {
 	return new(boardPageOf)
 }
 
-// release returns b's pages to the free list; b must not be used after.
+// release returns b and its pages to the free lists; b must not be used
+// after.
 func (b *board) release() {
 	for _, ps := range b.convs {
 		for _, pg := range ps {
@@ -71,12 +73,34 @@ func (b *board) release() {
 			}
 		}
 	}
+	clear(b.convs)
+	b.keys, b.last, b.lastPages = b.keys[:0], nil, nil
+	if len(freePages.boards) < maxFreeBoards {
+		freePages.boards = append(freePages.boards, b)
+	}
 	freePages.Unlock()
-	b.convs, b.keys, b.last, b.lastPages = nil, nil, nil, nil
 }
 
+// maxFreeBoards is how many released boards are kept (a recall uses six,
+// at most four at once), with their key lists and page tables.
+const maxFreeBoards = 16
+
+// newBoard returns an empty board with room for n scored turns.
 func newBoard(n int) *board {
-	return &board{convs: make(map[*conv][]*boardPageOf, 1), keys: make([]rkey, 0, n)}
+	freePages.Lock()
+	var b *board
+	if k := len(freePages.boards); k > 0 {
+		b = freePages.boards[k-1]
+		freePages.boards = freePages.boards[:k-1]
+	}
+	freePages.Unlock()
+	if b == nil {
+		return &board{convs: make(map[*conv][]*boardPageOf, 1), keys: make([]rkey, 0, n)}
+	}
+	if cap(b.keys) < n {
+		b.keys = make([]rkey, 0, n)
+	}
+	return b
 }
 
 // pages returns c's page table, grown to hold seq when grow is set.

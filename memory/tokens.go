@@ -3,7 +3,9 @@ package memory
 import (
 	"log/slog"
 	"path"
+	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
@@ -84,6 +86,51 @@ func (c *counter) Count(s string) int {
 		return len(c.enc.EncodeOrdinary(s))
 	}
 	return c.bpe.count(s)
+}
+
+// CountChunks returns Count(s), counting s chunk by chunk and remembering
+// each chunk's count in seen, so that counting a text again after lines
+// were added or dropped costs only the new lines. A chunk ends after a run
+// of newlines that a character other than white space follows: cl100k's
+// pre-tokenizer never makes a piece across that point (a piece that takes
+// newlines ends with the run), so the counts add up exactly. Where white
+// space follows the run (it may join the newlines before it), the text is
+// not cut.
+func (c *counter) CountChunks(s string, seen map[string]int) int {
+	n := 0
+	for s != "" {
+		end := chunkEnd(s)
+		chunk := s[:end]
+		k, ok := seen[chunk]
+		if !ok {
+			k = c.Count(chunk)
+			seen[chunk] = k
+		}
+		n += k
+		s = s[end:]
+	}
+	return n
+}
+
+// chunkEnd returns where the first chunk of s ends (see CountChunks).
+func chunkEnd(s string) int {
+	for from := 0; ; {
+		i := strings.IndexByte(s[from:], '\n')
+		if i < 0 {
+			return len(s)
+		}
+		end := from + i + 1
+		for end < len(s) && (s[end] == '\n' || s[end] == '\r') {
+			end++
+		}
+		if end == len(s) {
+			return end
+		}
+		if r, _ := utf8.DecodeRuneInString(s[end:]); !unicode.IsSpace(r) && !unicode.Is(unicode.Z, r) && r != utf8.RuneError {
+			return end
+		}
+		from = end
+	}
 }
 
 // Truncate returns the longest prefix of s (cut at a token boundary) that
