@@ -291,6 +291,9 @@ func (p *packer) packFrom(ranked []candidate, from int) {
 			continue
 		}
 		cost := t.Tokens + p.s.prefixTokens(t) + 1
+		if i >= cutRanks && p.used+cost > p.budget {
+			continue // does not fit even without its session's header
+		}
 		sk := sessKey{cd.c, t.Session}
 		hcost := p.headerCost(sk, cd.c, t)
 		if p.used+cost+hcost > p.budget {
@@ -534,7 +537,10 @@ func (s *Store) prefixTokens(t *turnMeta) int {
 		n = s.tok.Count("] " + who + ": ")
 		s.prefixCache.Store(who, n)
 	}
-	digits := len(turnID(t.Seq)) - 1
+	digits := 1
+	for v := t.Seq; v >= 10; v /= 10 {
+		digits++
+	}
 	return n.(int) + 2 + (digits+2)/3 + 1
 }
 

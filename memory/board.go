@@ -20,6 +20,13 @@ type board struct {
 	// The last conversation looked up: recall is mostly over one.
 	last      *conv
 	lastPages []*boardPageOf
+	scratch   []boardEntry // top's, kept with the board
+}
+
+// boardEntry is a scored turn, as top sorts them.
+type boardEntry struct {
+	k rkey
+	v float64
 }
 
 const boardShift = 7
@@ -171,15 +178,12 @@ func (b *board) ranked() []rkey {
 // top returns the n best scored turns, best first (as ranked), without
 // sorting the rest.
 func (b *board) top(n int) []rkey {
-	type entry struct {
-		k rkey
-		v float64
-	}
-	es := make([]entry, len(b.keys))
+	es := slices.Grow(b.scratch[:0], len(b.keys))[:len(b.keys)]
+	b.scratch = es
 	for i, k := range b.keys {
-		es[i] = entry{k, b.score(k)}
+		es[i] = boardEntry{k, b.score(k)}
 	}
-	byScore := func(a, b entry) int {
+	byScore := func(a, b boardEntry) int {
 		if a.v != b.v {
 			if a.v > b.v {
 				return -1

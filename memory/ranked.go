@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // rankedList is a recall's candidates, best first as far as anyone reads
@@ -111,4 +112,38 @@ func (r rankedList) ordered() []candidate {
 		slices.SortFunc(r.list[r.sorted:], candCmp)
 	}
 	return r.list
+}
+
+// freeCandidates recycles the candidate lists of recalls (a recall's is a
+// hundred KB or so) between them.
+var freeCandidates struct {
+	sync.Mutex
+	lists [][]candidate
+}
+
+// newCandidates returns an empty candidate list with room for n.
+func newCandidates(n int) []candidate {
+	freeCandidates.Lock()
+	defer freeCandidates.Unlock()
+	for i := len(freeCandidates.lists) - 1; i >= 0; i-- {
+		if l := freeCandidates.lists[i]; cap(l) >= n {
+			freeCandidates.lists = slices.Delete(freeCandidates.lists, i, i+1)
+			return l[:0]
+		}
+	}
+	return make([]candidate, 0, n)
+}
+
+// release gives r's list back for another recall; r must not be used
+// after.
+func (r rankedList) release() {
+	if cap(r.list) == 0 {
+		return
+	}
+	clear(r.list) // no pointers kept alive from the free list
+	freeCandidates.Lock()
+	defer freeCandidates.Unlock()
+	if len(freeCandidates.lists) < 4 {
+		freeCandidates.lists = append(freeCandidates.lists, r.list[:0])
+	}
 }

@@ -155,6 +155,7 @@ func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, er
 		return res, err
 	}
 	res.MatchedTags, res.Signals = matched, signals
+	defer ranked.release()
 	ranked, res.Excluded = excludeHeld(ranked, req.Exclude)
 	note := ""
 	if res.CatchingUp, res.IndexedThrough = catchingUp(convs); res.CatchingUp {

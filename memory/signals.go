@@ -448,7 +448,7 @@ func (r *ranker) boost(scores *board) (rankedList, []string) {
 	for _, c := range r.convs {
 		paging[c] = c.anyPagedIn()
 	}
-	out := make([]candidate, 0, scores.len())
+	out := newCandidates(scores.len())
 	for _, k := range scores.keys {
 		v := scores.score(k)
 		t := k.c.turn(k.seq)
