@@ -292,22 +292,32 @@ func TestCompletionsSubscriptionsLinks(t *testing.T) {
 					t.Errorf("link %s reads %+v", l.URI, got)
 				}
 			}
+			// recall_context links only the turns it cut or left out: the
+			// ones it quotes whole are in its text already.
 			rc := mustTool(t, c, "recall_context", map[string]any{"conversation_id": conv, "message": "Where does Alice study?"})
 			var rec memory.RecallResult
 			decodeStructured(t, rc, &rec)
+			if len(rec.TurnIDs) == 0 || len(rec.TruncationRefs) != 0 || len(links(rc)) != 0 {
+				t.Fatalf("recall_context: %d turns quoted whole, %d cut, %d links; want no links", len(rec.TurnIDs), len(rec.TruncationRefs), len(links(rc)))
+			}
+			long := strings.Repeat("The Lisbon field station logs tide, salinity and plankton counts every morning. ", 60)
+			mustTool(t, c, "compact_context", map[string]any{"conversation_id": conv, "messages": []any{
+				map[string]any{"role": "user", "content": "What does the Lisbon field station record?", "timestamp": "2025-05-03T09:00:00Z"},
+				map[string]any{"role": "assistant", "content": long, "timestamp": "2025-05-03T09:00:05Z"},
+			}})
+			rc = mustTool(t, c, "recall_context", map[string]any{"conversation_id": conv, "message": "What does the Lisbon field station record?", "max_tokens": 300})
+			decodeStructured(t, rc, &rec)
 			ls = links(rc)
-			if len(rec.TurnIDs) == 0 || len(ls) != len(rec.TurnIDs) {
-				t.Fatalf("recall_context: %d turns, %d links", len(rec.TurnIDs), len(ls))
+			if len(rec.TruncationRefs) == 0 || len(ls) != len(rec.TruncationRefs) {
+				t.Fatalf("recall_context of a long turn: %d cut, %d links (%s)", len(rec.TruncationRefs), len(ls), rec.Text)
 			}
 			for i, l := range ls {
-				if want := turnURI(conv, rec.TurnIDs[i]); l.URI != want {
+				if want := turnURI(conv, rec.TruncationRefs[i].Turn); l.URI != want {
 					t.Errorf("recall link %d: got %s, want %s", i, l.URI, want)
 				}
-			}
-			rc = mustTool(t, c, "recall_context", map[string]any{"conversation_id": conv, "message": "Where does Alice study?", "scope": "all"})
-			decodeStructured(t, rc, &rec)
-			for _, l := range links(rc) {
-				readTurn(t, c, l.URI) // every link resolves, whichever conversation
+				if got := readTurn(t, c, l.URI); got.Text != long && rec.TruncationRefs[i].Turns == 1 {
+					t.Errorf("link %s reads %d bytes, want the whole %d-byte turn", l.URI, len(got.Text), len(long))
+				}
 			}
 
 			// Completions from what memory holds.
@@ -325,7 +335,7 @@ func TestCompletionsSubscriptionsLinks(t *testing.T) {
 			if got := complete(t, c, mcpgo.ResourceReference{Type: "ref/resource", URI: conversationDomainTemplate}, "tag", "", map[string]string{"conversation": conv}); !slices.Contains(got.Values, tag) {
 				t.Errorf("template tag: got %+v, want %s", got, tag)
 			}
-			if got := complete(t, c, mcpgo.ResourceReference{Type: "ref/resource", URI: turnTemplate}, "turn", "t", map[string]string{"conversation": conv}); !slices.Equal(got.Values, []string{"t3", "t2", "t1"}) {
+			if got := complete(t, c, mcpgo.ResourceReference{Type: "ref/resource", URI: turnTemplate}, "turn", "t", map[string]string{"conversation": conv}); !slices.Equal(got.Values, []string{"t5", "t4", "t3", "t2", "t1"}) {
 				t.Errorf("template turn: got %+v, want the latest first", got)
 			}
 			if got := complete(t, c, mcpgo.PromptReference{Type: "ref/prompt", Name: "no_such_prompt"}, "x", "a", nil); len(got.Values) != 0 {

@@ -90,7 +90,7 @@ func recallContextTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
 			if strings.TrimSpace(text) == "" {
 				text = "(no stored context matches this message yet)"
 			}
-			return withLinks(mcpgo.NewToolResultStructured(res, text), recallLinks(ctx, mem, req, res)), nil
+			return withLinks(mcpgo.NewToolResultStructured(res, text), recallLinks(res)), nil
 		})}
 }
 

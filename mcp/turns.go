@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -79,49 +78,25 @@ func quoteLinks(res memory.FindQuoteResult) []mcpgo.Content {
 	return out
 }
 
-// recallLinks returns a resource_link per turn a recall included verbatim.
-// Turn ids are "t12" when one conversation was searched and "conv/t12" when
-// several were; a bare id under scope "all" means the store held a single
-// conversation, which is looked up (and no links are made if that no
-// longer holds).
-func recallLinks(ctx context.Context, mem Memory, req memory.RecallRequest, res memory.RecallResult) []mcpgo.Content {
+// recallLinks returns a resource_link per turn a recall cut or left out
+// for its length (its truncation references): those turns' whole text is
+// not in the context, and a host can open it without another tool call.
+// The turns the context quotes whole get no link: a host may hand every
+// link to the model as text, and a link per quoted turn cost about as many
+// tokens again as the budget the recall kept to.
+func recallLinks(res memory.RecallResult) []mcpgo.Content {
 	var out []mcpgo.Content
-	bare := ""
-	for _, id := range res.TurnIDs {
+	for _, r := range res.TruncationRefs {
 		if len(out) == maxTurnLinks {
 			break
 		}
-		conv, turn := "", id
-		if i := strings.LastIndex(id, "/"); i >= 0 {
-			conv, turn = id[:i], id[i+1:]
-		} else {
-			if bare == "" {
-				bare = bareConversation(ctx, mem, req)
-			}
-			if bare == "-" {
-				continue
-			}
-			conv = bare
+		desc := fmt.Sprintf("Cut in the recalled context: %d tokens left out", r.Tokens)
+		if r.Turns > 1 {
+			desc = fmt.Sprintf("Left out of the recalled context with the %d turns after it: %d tokens", r.Turns-1, r.Tokens)
 		}
-		out = append(out, turnLink(conv, turn, "Quoted verbatim in the recalled context"))
+		out = append(out, turnLink(r.ConversationID, r.Turn, desc))
 	}
 	return out
-}
-
-// bareConversation is the conversation of an unprefixed recalled turn id,
-// or "-" when it cannot be told.
-func bareConversation(ctx context.Context, mem Memory, req memory.RecallRequest) string {
-	if req.Scope != memory.ScopeAll {
-		if req.ConversationID != "" {
-			return req.ConversationID
-		}
-		return mem.DefaultConversation()
-	}
-	convs, err := mem.Conversations(ctx)
-	if err != nil || len(convs) != 1 {
-		return "-"
-	}
-	return convs[0].ID
 }
 
 func turnLink(conv, turn, desc string) mcpgo.Content {
