@@ -70,11 +70,30 @@ func (c *conv) spreadTag(tag string) bool {
 	if sessions < spreadMinSegments {
 		return false
 	}
-	seen := map[int]bool{}
-	for _, seq := range c.tagSeqs[tag] {
-		seen[c.turns[seq-1].Session] = true
+	return spread(c.tagSessions(tag), sessions)
+}
+
+// tagSessions is the number of sessions with a turn on tag. Postings are
+// in turn order, and sessions only grow along it, so counting where the
+// session changes is enough; postings out of order (none are written so)
+// are counted with a set. c.mu is held.
+func (c *conv) tagSessions(tag string) int {
+	seqs := c.tagSeqs[tag]
+	n, last, prevSeq := 0, -1, 0
+	for _, seq := range seqs {
+		if seq < prevSeq {
+			seen := map[int]bool{}
+			for _, seq := range seqs {
+				seen[c.turns[seq-1].Session] = true
+			}
+			return len(seen)
+		}
+		prevSeq = seq
+		if s := c.turns[seq-1].Session; s != last {
+			n, last = n+1, s
+		}
 	}
-	return spread(len(seen), sessions)
+	return n
 }
 
 // sessions is the number of sessions in the conversation (the last turn's).
