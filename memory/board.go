@@ -110,19 +110,20 @@ func newBoard(n int) *board {
 	return b
 }
 
-// pages returns c's page table, grown to hold seq when grow is set.
+// pages returns c's page table, grown to hold seq when grow is set. The
+// last conversation's table is kept at hand, and written back only when it
+// changes: most calls are for the same conversation, and a pointer write
+// costs a write barrier while the collector runs.
 func (b *board) pages(c *conv, seq int, grow bool) []*boardPageOf {
-	var ps []*boardPageOf
-	if c == b.last {
-		ps = b.lastPages
-	} else {
+	ps := b.lastPages
+	if c != b.last {
 		ps = b.convs[c]
+		b.last, b.lastPages = c, ps
 	}
 	if p := seq >> boardShift; p >= len(ps) && grow {
 		ps = append(ps, make([]*boardPageOf, p+1-len(ps))...)
-		b.convs[c] = ps
+		b.convs[c], b.lastPages = ps, ps
 	}
-	b.last, b.lastPages = c, ps
 	return ps
 }
 
