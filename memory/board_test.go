@@ -2,6 +2,7 @@ package memory
 
 import (
 	"cmp"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -19,20 +20,31 @@ func TestBoardMatchesMap(t *testing.T) {
 		keys  int
 		maxSq int
 		adds  int
+		convs int  // how many of the three conversations are scored
+		neg   bool // scores below zero too
 	}{
-		{"empty", 0, 1, 0},
-		{"one page", 20, 100, 200},
-		{"page edges", 300, 3 * boardPage, 2000},
-		{"sparse and far", 500, 200000, 1500},
-		{"ties", 50, 10, 400}, // few distinct seqs: equal scores happen
+		{"empty", 0, 1, 0, 3, false},
+		{"one page", 20, 100, 200, 3, false},
+		{"page edges", 300, 3 * boardPage, 2000, 3, false},
+		{"sparse and far", 500, 200000, 1500, 3, false},
+		{"ties", 50, 10, 400, 3, false}, // few distinct seqs: equal scores happen
+		// One conversation and enough turns: ranked by radix sort.
+		{"one conversation", 3000, 5000, 6000, 1, false},
+		{"one conversation, ties and signs", 2000, 2500, 5000, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.keys), uint64(tc.adds)))
 			b := newBoard(0)
 			m := map[rkey]float64{}
 			for range tc.adds {
-				k := rkey{convs[rng.IntN(len(convs))], rng.IntN(tc.maxSq)}
+				k := rkey{convs[rng.IntN(tc.convs)], rng.IntN(tc.maxSq)}
 				d := float64(rng.IntN(4)) / 2 // 0, 0.5, 1, 1.5: ties and zeros
+				if tc.neg {
+					d = float64(rng.IntN(7)-3) / 2 // -1.5 .. 1.5
+					if d == 0 && rng.IntN(2) == 0 {
+						d = math.Copysign(0, -1)
+					}
+				}
 				b.add(k, d)
 				m[k] += d
 			}
