@@ -519,6 +519,9 @@ func (s *Store) Close() error {
 			errs = append(errs, fmt.Errorf("remove the index after forget: %w", err))
 		}
 	}
+	if err := trimDB(s.db); err != nil {
+		s.log.Warn("could not cut vc.db down to its pages; it stays as large as it grew", "err", err)
+	}
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: %w", err))
 	} else if s.purgeAtClose.Load() {
