@@ -69,7 +69,7 @@ func TestTurnSegmentsFromRanges(t *testing.T) {
 	}
 	stored := 0
 	err = db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(convBucketName("c")).Bucket(bucketTurns).ForEach(func(_, v []byte) error {
+		return forEachRecord(tx.Bucket(convBucketName("c")).Bucket(bucketTurns), func(_ int, v []byte) error {
 			tm, err := decodeTurn(v)
 			if tm.Segment != 0 {
 				stored++

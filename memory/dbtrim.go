@@ -1,11 +1,13 @@
 package memory
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // trimDB cuts vc.db down to its high-water mark before Close releases it.
@@ -24,7 +26,9 @@ func trimDB(db *bolt.DB) error {
 	if err := db.View(func(tx *bolt.Tx) error {
 		hwm = tx.Size()
 		return nil
-	}); err != nil {
+	}); errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return nil // closed already (a failed open): nothing to trim
+	} else if err != nil {
 		return fmt.Errorf("trim %s: %w", db.Path(), err)
 	}
 	fi, err := os.Stat(db.Path())

@@ -736,15 +736,19 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 			return err
 		}
 		tb, sb, rb := b.Bucket(bucketTurns), b.Bucket(bucketSegments), b.Bucket(bucketTagSums)
+		turns := make([]*turnMeta, 0, len(changedTurns))
 		for seq := range changedTurns {
-			if err := putTurn(tb, c.turn(seq)); err != nil {
-				return err
-			}
+			turns = append(turns, c.turn(seq))
 		}
+		if err := putTurns(tb, turns...); err != nil {
+			return err
+		}
+		segs := make([]*segmentRec, 0, len(changedSegs))
 		for id := range changedSegs {
-			if err := putSegment(sb, c.segs[id-1]); err != nil {
-				return err
-			}
+			segs = append(segs, c.segs[id-1])
+		}
+		if err := putSegments(sb, segs...); err != nil {
+			return err
 		}
 		for tag := range changedSums {
 			if err := putTagSum(rb, c.tagSums[tag]); err != nil {
