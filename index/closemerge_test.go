@@ -35,6 +35,7 @@ func TestCloseMergesSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs := synthDocs(400, 7)
+	rememberTexts(docs)
 	for from := 0; from < len(docs); from += 40 {
 		if err := ix.Add(ctx, docs[from:from+40]); err != nil {
 			t.Fatal(err)
