@@ -23,22 +23,21 @@ import (
 //
 //	key    0xFF, then the block number (8 bytes, big-endian): sorts after
 //	       the one-record keys (seqKey) of earlier versions
-//	value  blockRaw or blockDeflate, then (uvarint id, uvarint length,
-//	       record) for each record in the block, by id; DEFLATE-compressed
-//	       after the first byte when the block is full
+//	value  blockDeflate, then (uvarint id, uvarint length, record) for
+//	       each record of the block, by id, DEFLATE-compressed
 //
-// A block is rewritten whole when one of its records changes; the block
-// ingest appends to stays uncompressed until it is full, so a two-message
-// exchange does not recompress a block. Records of earlier versions, one
-// per seqKey, are still read; a record written again goes into its block
-// and its old key is deleted, so an id is in one place only.
+// Only a full block is packed: records of a block not yet full (the turns
+// ingest is appending to) are stored one per seqKey, as earlier versions
+// stored every record, so a two-message exchange writes two small records
+// as before; the write that fills a block packs it and deletes the keys.
+// A packed block is rewritten whole when one of its records changes. An
+// id is in one place only.
 //
 // Block sizes: bbolt keeps at least two values on a page, so values of a
 // few KB (blocks of 32 turns, 2.6 KB) leave their pages a third empty;
 // blocks of 128 turns (about 9.7 KB compressed) and 64 segments (7.8 KB)
 // fill 96% and 87% of theirs.
 const (
-	blockRaw     = 0x02
 	blockDeflate = 0x03
 	blockKeyTag  = 0xFF
 
@@ -61,8 +60,10 @@ type blockEntry struct {
 	rec []byte
 }
 
-// putBlocked writes recs (record bytes by id, ids >= 1) into their blocks
-// of size ids in bucket b, merging them with the block's other records.
+// putBlocked writes recs (record bytes by id, ids >= 1) into bucket b:
+// into their block when it exists (a full one), else one per seqKey; a
+// block whose ids are then all there is packed and its one-record keys
+// deleted.
 func putBlocked(b *bolt.Bucket, size int, recs map[int][]byte) error {
 	byBlock := map[int][]int{}
 	for id := range recs {
@@ -88,25 +89,56 @@ func putBlocked(b *bolt.Bucket, size int, recs map[int][]byte) error {
 			for _, e := range entries {
 				slots[e.id] = e.rec
 			}
+			for _, id := range byBlock[n] {
+				slots[id] = recs[id]
+				if err := b.Delete(seqKey(id)); err != nil { // an earlier version's record, if any
+					return err
+				}
+			}
+			if err := putBlock(b, key, slots); err != nil {
+				return fmt.Errorf("block %d: %w", n, err)
+			}
+			continue
 		}
 		for _, id := range byBlock[n] {
-			slots[id] = recs[id]
-			if err := b.Delete(seqKey(id)); err != nil { // an earlier version's record, if any
+			if err := b.Put(seqKey(id), recs[id]); err != nil {
 				return err
 			}
 		}
-		v, err := encodeBlock(slots, len(slots) == size)
-		if err != nil {
-			return fmt.Errorf("block %d: %w", n, err)
+		// Full now? Pack it. (Records come in id order, so a block whose
+		// last id is missing is not full: no scan.)
+		lo, hi := n*size+1, (n+1)*size
+		if b.Get(seqKey(hi)) == nil {
+			continue
 		}
-		if err := b.Put(key, v); err != nil {
-			return err
+		c := b.Cursor()
+		for k, v := c.Seek(seqKey(lo)); k != nil && len(k) == 8 && int(binary.BigEndian.Uint64(k)) <= hi; k, v = c.Next() {
+			slots[int(binary.BigEndian.Uint64(k))] = bytes.Clone(v)
+		}
+		if len(slots) < size {
+			continue
+		}
+		for id := range slots {
+			if err := b.Delete(seqKey(id)); err != nil {
+				return err
+			}
+		}
+		if err := putBlock(b, key, slots); err != nil {
+			return fmt.Errorf("block %d: %w", n, err)
 		}
 	}
 	return nil
 }
 
-func encodeBlock(slots map[int][]byte, compress bool) ([]byte, error) {
+func putBlock(b *bolt.Bucket, key []byte, slots map[int][]byte) error {
+	v, err := encodeBlock(slots)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, v)
+}
+
+func encodeBlock(slots map[int][]byte) ([]byte, error) {
 	ids := make([]int, 0, len(slots))
 	size := 0
 	for id, rec := range slots {
@@ -119,9 +151,6 @@ func encodeBlock(slots map[int][]byte, compress bool) ([]byte, error) {
 		body = binary.AppendUvarint(body, uint64(id))
 		body = binary.AppendUvarint(body, uint64(len(slots[id])))
 		body = append(body, slots[id]...)
-	}
-	if !compress {
-		return append([]byte{blockRaw}, body...), nil
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(body)/2 + 16)
@@ -147,8 +176,6 @@ func decodeBlock(v []byte) ([]blockEntry, error) {
 	}
 	var body []byte
 	switch v[0] {
-	case blockRaw:
-		body = bytes.Clone(v[1:])
 	case blockDeflate:
 		rd := inflaters.Get().(io.ReadCloser)
 		defer inflaters.Put(rd)
