@@ -11,8 +11,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// vc.db is compacted in place when the store closes, if free pages are
-// much of it. bbolt never returns pages: the file keeps the high-water mark
+// vc.db is compacted in place when the store closes, if free pages (or
+// the unused part of half-filled ones) are much of it. bbolt never returns pages: the file keeps the high-water mark
 // of its largest transaction (a compaction rewrites most topic summaries
 // and segment blocks while the old pages are still in use), so at 10,000
 // turns a quarter of it was free pages (1.69 MB; 1.28 MB compacted, 11 ms).
@@ -36,8 +36,8 @@ import (
 const (
 	compactingSuffix = ".compacting"
 	compactedSuffix  = ".compacted"
-	// Compact when free pages are at least this share of the file (and
-	// compactMinFree bytes).
+	// Compact when free and unused page bytes are at least this share of
+	// the file (and compactMinFree bytes).
 	compactMinShare = 8 // 1/8
 )
 
@@ -56,12 +56,11 @@ func compactInPlace(db *bolt.DB) (bool, error) {
 		return false, nil
 	}
 	path := db.Path()
-	var hwm int64
-	if err := db.View(func(tx *bolt.Tx) error { hwm = tx.Size(); return nil }); err != nil {
+	hwm, used, err := dbUse(db)
+	if err != nil {
 		return false, err
 	}
-	free := int64(db.Stats().FreePageN) * int64(db.Info().PageSize)
-	if free < compactMinFree || free*compactMinShare < hwm {
+	if waste := hwm - used; waste < compactMinFree || waste*compactMinShare < hwm {
 		return false, nil
 	}
 	tmp, ready := path+compactingSuffix, path+compactedSuffix
@@ -100,6 +99,22 @@ func compactInPlace(db *bolt.DB) (bool, error) {
 		return true, fmt.Errorf("compact vc.db: %w", err)
 	}
 	return true, syncDir(filepath.Dir(path))
+}
+
+// dbUse returns db's high-water mark and the bytes its buckets' pages
+// hold: what is neither is free pages and the unused part of pages
+// (bbolt fills pages written in random key order, as a rebuild writes the
+// topic summaries, about half; a compaction fills them).
+func dbUse(db *bolt.DB) (hwm, used int64, err error) {
+	err = db.View(func(tx *bolt.Tx) error {
+		hwm = tx.Size()
+		return tx.ForEach(func(_ []byte, b *bolt.Bucket) error {
+			st := b.Stats()
+			used += int64(st.LeafInuse + st.BranchInuse)
+			return nil
+		})
+	})
+	return hwm, used, err
 }
 
 // copyPages writes the first size bytes of from over path, cuts path to

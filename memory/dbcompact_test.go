@@ -60,14 +60,13 @@ func TestCloseCompactsDB(t *testing.T) {
 		t.Fatal("setup: no compaction")
 	}
 	before := observe(t, s, "c")
-	// The free pages Close finds: what the transactions so far left.
-	var free, hwm int64
-	if err := s.db.View(func(tx *bolt.Tx) error { hwm = tx.Size(); return nil }); err != nil {
+	// What Close finds: free pages and the unused part of the others.
+	hwm, used, err := dbUse(s.db)
+	if err != nil {
 		t.Fatal(err)
 	}
-	free = int64(s.db.Stats().FreePageN) * int64(s.db.Info().PageSize)
-	if free < compactMinFree || free*compactMinShare < hwm {
-		t.Fatalf("setup: %d free bytes of %d, too few to compact", free, hwm)
+	if waste := hwm - used; waste < compactMinFree || waste*compactMinShare < hwm {
+		t.Fatalf("setup: %d of %d bytes unused, too few to compact", waste, hwm)
 	}
 	fi, err := os.Stat(filepath.Join(dir, dbFile))
 	if err != nil {
