@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -182,10 +184,12 @@ func decodeBlock(v []byte) ([]blockEntry, error) {
 		if err := rd.(flate.Resetter).Reset(bytes.NewReader(v[1:]), nil); err != nil {
 			return nil, err
 		}
-		var err error
-		if body, err = io.ReadAll(rd); err != nil {
+		var buf bytes.Buffer
+		buf.Grow(4 * len(v)) // about what a block inflates to: one allocation
+		if _, err := buf.ReadFrom(rd); err != nil {
 			return nil, fmt.Errorf("%w: decompress: %w", errBadBlock, err)
 		}
+		body = buf.Bytes()
 	default:
 		return nil, fmt.Errorf("%w: unknown form %#x", errBadBlock, v[0])
 	}
@@ -212,16 +216,13 @@ func decodeBlock(v []byte) ([]blockEntry, error) {
 // for the transaction only).
 func forEachRecord(b *bolt.Bucket, fn func(id int, rec []byte) error) error {
 	var all []blockEntry
+	var blocks, keys [][]byte
 	err := b.ForEach(func(k, v []byte) error {
 		if v == nil {
 			return nil
 		}
 		if isBlockKey(k) {
-			entries, err := decodeBlock(v)
-			if err != nil {
-				return fmt.Errorf("block %x: %w", k[1:], err)
-			}
-			all = append(all, entries...)
+			blocks, keys = append(blocks, v), append(keys, k)
 			return nil
 		}
 		if len(k) != 8 {
@@ -233,6 +234,38 @@ func forEachRecord(b *bolt.Bucket, fn func(id int, rec []byte) error) error {
 	if err != nil {
 		return err
 	}
+	// Inflating is most of loading a long conversation (about 0.15 s of
+	// CPU at 100,000 turns): the blocks are inflated in parallel.
+	decoded := make([][]blockEntry, len(blocks))
+	errs := make([]error, len(blocks))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(runtime.GOMAXPROCS(0), len(blocks)) {
+		wg.Go(func() {
+			for i := range next {
+				if decoded[i], errs[i] = decodeBlock(blocks[i]); errs[i] != nil {
+					errs[i] = fmt.Errorf("block %x: %w", keys[i][1:], errs[i])
+				}
+			}
+		})
+	}
+	for i := range blocks {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	n := len(all)
+	for _, d := range decoded {
+		n += len(d)
+	}
+	merged := make([]blockEntry, 0, n)
+	for _, d := range decoded {
+		merged = append(merged, d...)
+	}
+	all = append(merged, all...)
 	slices.SortStableFunc(all, func(a, b blockEntry) int { return a.id - b.id })
 	for i, e := range all {
 		if i > 0 && all[i-1].id == e.id {
