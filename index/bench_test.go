@@ -76,7 +76,7 @@ func BenchmarkSearch(b *testing.B) {
 				i := 0
 				b.ReportAllocs()
 				for b.Loop() {
-					q := Query{Text: queries[i%len(queries)], Limit: 10}
+					q := Query{Text: queries[i%len(queries)], Limit: 10, DocText: testDocText}
 					if mode == "conversation" || mode == "all" {
 						q.Conversations = []string{fmt.Sprintf("c%d", i%10)}
 					}
@@ -118,6 +118,7 @@ func buildIndex(b *testing.B, n int) *Index {
 		b.Fatal(err)
 	}
 	docs := synthDocs(n, 1)
+	rememberTexts(docs)
 	for i := 0; i < n; i += 1000 {
 		if err := ix.Add(ctx, docs[i:min(i+1000, n)]); err != nil {
 			b.Fatal(err)

@@ -18,7 +18,11 @@
 // instead, for a caller that knows which documents fall in a time range. The
 // text itself is not stored (the caller holds it, a turn's in its master
 // log): a highlighted search returns the matches' byte spans, and
-// Fragments cuts excerpts from the caller's copy of the text.
+// Fragments cuts excerpts from the caller's copy of the text. Nor are term
+// vectors (positions and offsets, 40% of an index of conversation turns):
+// phrases and highlighting ask the caller for a document's text
+// (Query.DocText) and analyse it again, which gives the hits, scores and
+// spans Bleve gave from term vectors (phrase.go).
 //
 // # Queries
 //

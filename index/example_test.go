@@ -45,6 +45,8 @@ func ExampleIndex_Search() {
 		Text:          "when did we book flights to Lisbon?",
 		Conversations: []string{"trip"},
 		Highlight:     true,
+		// Highlighting (and phrases) read the text from the caller.
+		DocText: func(id string) (string, bool) { s, ok := texts[id]; return s, ok },
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -25,8 +25,8 @@ func FuzzSearch(f *testing.F) {
 	ix := openTemp(f, corpus())
 	f.Fuzz(func(t *testing.T, text, phrase string, require bool) {
 		for _, q := range []Query{
-			{Text: text, Phrases: []string{phrase}, RequirePhrases: require, Highlight: true},
-			{Text: text + " " + phrase, Conversations: []string{"c2"}, Speaker: phrase, Highlight: true},
+			{Text: text, Phrases: []string{phrase}, RequirePhrases: require, Highlight: true, DocText: testDocText},
+			{Text: text + " " + phrase, Conversations: []string{"c2"}, Speaker: phrase, Highlight: true, DocText: testDocText},
 		} {
 			hits, err := ix.Search(context.Background(), q)
 			if err != nil {

@@ -42,7 +42,7 @@ var (
 
 // schemaVersion changes whenever the mapping below changes; an index with
 // another version is reported as ErrCorrupt so that callers rebuild it.
-const schemaVersion = "vc-mcp-index-3"
+const schemaVersion = "vc-mcp-index-4"
 
 // Internal (non-document) keys. stateKey is "open" while an Index is in
 // use and "closed" after a clean Close: an index found "open" was not
@@ -268,13 +268,19 @@ func checkAndMarkOpen(bi bleve.Index) error {
 
 // newMapping declares every field explicitly; nothing is dynamic, nothing
 // goes into the composite _all field.
-func newMapping() *mapping.IndexMappingImpl {
+func newMapping() *mapping.IndexMappingImpl { return newMappingVectors(false) }
+
+// newMappingVectors is the mapping, with term vectors on the text field
+// when vectors is set (schema 3 had them; tests compare against it).
+func newMappingVectors(vectors bool) *mapping.IndexMappingImpl {
 	text := mapping.NewTextFieldMapping()
 	text.Analyzer = en.AnalyzerName
 	// The text is not stored: the caller holds it (a turn's is in its
 	// master log), and Hit.Matches are byte offsets into it for Fragments.
 	text.Store = false
-	text.IncludeTermVectors = true // positions: phrases and highlight offsets
+	// No term vectors (positions and offsets, 40% of the index): phrases
+	// and highlighting re-analyse the caller's text (phrase.go).
+	text.IncludeTermVectors = vectors
 	text.IncludeInAll = false
 	text.DocValues = false
 

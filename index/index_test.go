@@ -38,8 +38,29 @@ func corpus() []Doc {
 	}
 }
 
+// testTexts holds the text of every document the tests index, by ID (the
+// index keeps none; phrases and highlighting read it through DocText).
+// Tests run one at a time: one that reuses an ID stores its own text
+// before searching.
+var testTexts sync.Map
+
+func rememberTexts(docs []Doc) {
+	for _, d := range docs {
+		testTexts.Store(d.ID, d.Text)
+	}
+}
+
+func testDocText(id string) (string, bool) {
+	v, ok := testTexts.Load(id)
+	if !ok {
+		return "", false
+	}
+	return v.(string), true
+}
+
 func openTemp(t testing.TB, docs []Doc) *Index {
 	t.Helper()
+	rememberTexts(docs)
 	ix, err := Open(filepath.Join(t.TempDir(), "idx"), nil)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
@@ -73,6 +94,9 @@ func sortedIDs(hits []Hit) []string {
 
 func search(t *testing.T, ix *Index, q Query) []Hit {
 	t.Helper()
+	if q.DocText == nil {
+		q.DocText = testDocText
+	}
 	hits, err := ix.Search(context.Background(), q)
 	if err != nil {
 		t.Fatalf("Search(%+v): %v", q, err)
@@ -249,6 +273,7 @@ func TestOddQueryText(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			tt.q.DocText = testDocText
 			hits, err := ix.Search(context.Background(), tt.q)
 			if err != nil {
 				t.Fatalf("got error %v, want none", err)
@@ -577,6 +602,7 @@ func TestConcurrentAddSearch(t *testing.T) {
 	ix := openTemp(t, corpus())
 	ctx := context.Background()
 	docs := synthDocs(400, 2)
+	rememberTexts(docs)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for w := range 2 {
@@ -592,7 +618,7 @@ func TestConcurrentAddSearch(t *testing.T) {
 	for range 2 {
 		wg.Go(func() {
 			for range 100 {
-				hits, err := ix.Search(ctx, Query{Text: "fox garden meeting", Conversations: []string{"c1"}, Highlight: true})
+				hits, err := ix.Search(ctx, Query{Text: "fox garden meeting", Conversations: []string{"c1"}, Highlight: true, DocText: testDocText})
 				if err != nil {
 					errs <- err
 					return

@@ -41,6 +41,10 @@ type Query struct {
 	IDs       []string
 	Limit     int  // <= 0 means DefaultLimit; capped at MaxLimit
 	Highlight bool // fill Hit.Matches (see Fragments)
+	// DocText gives a document's text, which the index does not keep:
+	// phrases and highlighting check it (phrase.go). Required with
+	// Phrases or Highlight.
+	DocText DocText
 }
 
 // Hit is one matching document, best first: its ID (the index stores
@@ -59,6 +63,15 @@ type Hit struct {
 // stop words only) returns no hits and no error. Ties in score are broken
 // by ID so that equal indexes give equal answers.
 func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
+	return ix.search(ctx, q, false)
+}
+
+// search runs q; native runs phrases and highlighting on Bleve's term
+// vectors instead, on an index that has them (tests compare the two).
+func (ix *Index) search(ctx context.Context, q Query, native bool) ([]Hit, error) {
+	if !native && q.DocText == nil && (q.Highlight || hasPhrase(q.Phrases)) {
+		return nil, fmt.Errorf("index: search: phrases and highlighting need Query.DocText (the index keeps no text)")
+	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.closed {
@@ -67,7 +80,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("index: search: %w", err)
 	}
-	bq, ok := buildQuery(q)
+	bq, ok := buildQuery(q, native)
 	if !ok || q.IDs != nil && len(q.IDs) == 0 {
 		return nil, nil
 	}
@@ -80,7 +93,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	}
 	req := bleve.NewSearchRequestOptions(bq, min(limit, MaxLimit), 0, false)
 	req.SortBy([]string{"-_score", "_id"})
-	if q.Highlight {
+	if q.Highlight && native {
 		req.IncludeLocations = true
 	}
 	stats, err := ix.bm25Stats()
@@ -93,19 +106,59 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		return nil, fmt.Errorf("index: search: %w", err)
 	}
 
+	var terms map[string]bool
+	var phrases [][]string
+	if q.Highlight && !native {
+		terms, phrases = queryTerms(q)
+	}
 	hits := make([]Hit, 0, len(res.Hits))
 	for _, dm := range res.Hits {
 		h := Hit{ID: dm.ID, Score: dm.Score}
-		if q.Highlight {
+		switch {
+		case q.Highlight && native:
 			for _, locs := range dm.Locations[fieldText] {
 				for _, l := range locs {
 					h.Matches = append(h.Matches, Span{Start: int(l.Start), End: int(l.End)})
 				}
 			}
+		case q.Highlight:
+			if text, ok := q.DocText(dm.ID); ok {
+				h.Matches = highlight(text, terms, phrases)
+			}
 		}
 		hits = append(hits, h)
 	}
 	return hits, nil
+}
+
+// hasPhrase reports whether any of ps has a searchable term.
+func hasPhrase(ps []string) bool {
+	for _, p := range ps {
+		if len(Analyze(p)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// queryTerms returns the text terms and the phrases buildQuery searches for.
+func queryTerms(q Query) (map[string]bool, [][]string) {
+	terms := map[string]bool{}
+	for _, t := range Analyze(q.Text) {
+		if len(terms) == maxTerms {
+			break
+		}
+		terms[t] = true
+	}
+	var phrases [][]string
+	for _, p := range q.Phrases {
+		pt := phraseTerms(strings.ToValidUTF8(p, "\uFFFD"))
+		if len(pt) == 0 || len(phrases) == maxPhrases {
+			continue
+		}
+		phrases = append(phrases, pt)
+	}
+	return terms, phrases
 }
 
 // buildQuery translates q into Bleve's query tree:
@@ -118,7 +171,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 // afterwards (3-4x faster in BenchmarkSearch). Their boost is zero, so
 // they add nothing to scores and do not change the query norm.
 // ok is false when nothing is searchable.
-func buildQuery(q Query) (bq query.Query, ok bool) {
+func buildQuery(q Query, native bool) (bq query.Query, ok bool) {
 	var terms []query.Query
 	seen := make(map[string]bool)
 	for _, t := range Analyze(q.Text) {
@@ -134,6 +187,10 @@ func buildQuery(q Query) (bq query.Query, ok bool) {
 	for _, p := range q.Phrases {
 		p = strings.ToValidUTF8(p, "\uFFFD")
 		if len(Analyze(p)) == 0 || len(phrases) == maxPhrases {
+			continue
+		}
+		if !native {
+			phrases = append(phrases, &phraseQuery{terms: phraseTerms(p), field: fieldText, boost: phraseBoost, text: q.DocText})
 			continue
 		}
 		pq := query.NewMatchPhraseQuery(p)

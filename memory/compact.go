@@ -125,10 +125,12 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 		// The turns' records are left as they are: loading gives each
 		// turn its segment from the segments' ranges (loadConv).
 		sb, rb := b.Bucket(bucketSegments), b.Bucket(bucketTagSums)
+		segs := make([]*segmentRec, len(plans))
 		for i := range plans {
-			if err := putSegment(sb, &plans[i].rec); err != nil {
-				return err
-			}
+			segs[i] = &plans[i].rec
+		}
+		if err := putSegments(sb, segs...); err != nil {
+			return err
 		}
 		for _, r := range rollups {
 			if err := putTagSum(rb, r); err != nil {

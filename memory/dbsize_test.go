@@ -69,7 +69,7 @@ func TestTurnSegmentsFromRanges(t *testing.T) {
 	}
 	stored := 0
 	err = db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(convBucketName("c")).Bucket(bucketTurns).ForEach(func(_, v []byte) error {
+		return forEachRecord(tx.Bucket(convBucketName("c")).Bucket(bucketTurns), func(_ int, v []byte) error {
 			tm, err := decodeTurn(v)
 			if tm.Segment != 0 {
 				stored++
@@ -128,6 +128,7 @@ func withObjectTags(t *testing.T, dir, conv string) {
 		if err := json.Unmarshal(line[9:], &m); err != nil {
 			t.Fatal(err)
 		}
+		delete(m, "vocab")
 		objs := make([]object, len(d.Turns))
 		for i, tt := range d.Turns {
 			objs[i] = object(tt)
@@ -142,6 +143,73 @@ func withObjectTags(t *testing.T, dir, conv string) {
 		}
 		return fmt.Appendf(nil, "%08x %s\n", crc32.Checksum(body, castagnoli), body), len(objs)
 	})
+}
+
+// withStringTags rewrites conversation conv's decisions log with every
+// tags decision naming each tag as a string, without a vocab, as logs did
+// before tagvocab.go.
+func withStringTags(t *testing.T, dir, conv string) {
+	t.Helper()
+	rewriteDecisions(t, dir, conv, "tags decision with a vocab", func(d decision, line []byte) ([]byte, int) {
+		if d.Kind != decTags || !bytes.Contains(line, []byte(`"vocab":[`)) {
+			return line, 0
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(line[9:], &m); err != nil {
+			t.Fatal(err)
+		}
+		delete(m, "vocab")
+		var err error
+		if m["turns"], err = json.Marshal(d.Turns); err != nil { // d's tags are strings again
+			t.Fatal(err)
+		}
+		if bytes.Contains(m["turns"], []byte(`,[0`)) {
+			t.Fatalf("tags still named by index: %.200s", m["turns"])
+		}
+		body, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Appendf(nil, "%08x %s\n", crc32.Checksum(body, castagnoli), body), 1
+	})
+}
+
+// TestTagVocab: a tags record lists the tags its turns share once and
+// names them by index, reads back to the same turns, and refuses an index
+// its vocab does not hold.
+func TestTagVocab(t *testing.T) {
+	d := decision{Kind: decTags, At: t0, Turns: []turnTags{
+		{Seq: 1, Hash: "aa", Tags: []string{"garden", "mulch", "project"}},
+		{Seq: 2, Hash: "bb", Tags: []string{"garden", "mulch"}, Related: []string{"plan", "project"}, Rule: true},
+		{Seq: 3, Hash: "cc", Tags: []string{"once"}},
+	}}
+	keep := fmt.Sprint(d.Turns)
+	line := encodeDecisionT(t, d)
+	if fmt.Sprint(d.Turns) != keep {
+		t.Fatalf("encoding changed the caller's turns: %v", d.Turns)
+	}
+	want := `"vocab":["garden","mulch","project"],"turns":[[1,"aa",[0,1,2]],[2,"bb",[0,1],["plan",2],true],[3,"cc",["once"]]]`
+	if !bytes.Contains(line, []byte(want)) {
+		t.Fatalf("encoded %s, want it to hold %s", line, want)
+	}
+	back, ok := decodeDecision(bytes.TrimSuffix(line, []byte("\n")))
+	if !ok {
+		t.Fatalf("%s does not decode", line)
+	}
+	if back.Vocab != nil || !reflect.DeepEqual(back.Turns, d.Turns) {
+		t.Errorf("decoded vocab %v, turns %+v; want no vocab and %+v", back.Vocab, back.Turns, d.Turns)
+	}
+	for _, bad := range []string{
+		`{"kind":"tags","at":"2026-01-01T00:00:00Z","vocab":["a"],"turns":[[1,"aa",[1]]]}`,
+		`{"kind":"tags","at":"2026-01-01T00:00:00Z","turns":[[1,"aa",[0]]]}`,
+		`{"kind":"tags","at":"2026-01-01T00:00:00Z","vocab":["a"],"turns":[[1,"aa",[-1]]]}`,
+		`{"kind":"tags","at":"2026-01-01T00:00:00Z","vocab":["a"],"turns":[[1,"aa",[0.5]]]}`,
+	} {
+		framed := fmt.Appendf(nil, "%08x %s", crc32.Checksum([]byte(bad), castagnoli), bad)
+		if _, ok := decodeDecision(framed); ok {
+			t.Errorf("%s decoded; want it refused", bad)
+		}
+	}
 }
 
 // TestTurnTagsForms: a turn's tags round-trip through the array form, and

@@ -73,7 +73,10 @@ type decision struct {
 	Kind string    `json:"kind"`
 	At   time.Time `json:"at"`
 
-	// decTags
+	// decTags. Vocab holds the tags used more than once in the record,
+	// each written once: a turn names them by their index (see tagvocab.go);
+	// decoding puts the strings back, so Vocab is empty in memory.
+	Vocab []string   `json:"vocab,omitempty"`
 	Turns []turnTags `json:"turns,omitempty"`
 
 	// decCompact, decSummaries
@@ -148,19 +151,17 @@ type turnTags struct {
 func (t turnTags) MarshalJSON() ([]byte, error) {
 	out := make([]byte, 0, 64)
 	out = strconv.AppendInt(append(out, '['), int64(t.Seq), 10)
-	parts := []any{t.Hash, nonNil(t.Tags)}
+	hash, err := json.Marshal(t.Hash)
+	if err != nil {
+		return nil, err
+	}
+	out = append(append(out, ','), hash...)
+	out = appendTagList(append(out, ','), t.Tags)
 	if len(t.Related) > 0 || t.Rule {
-		parts = append(parts, nonNil(t.Related))
+		out = appendTagList(append(out, ','), t.Related)
 	}
 	if t.Rule {
-		parts = append(parts, true)
-	}
-	for _, p := range parts {
-		b, err := json.Marshal(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(append(out, ','), b...)
+		out = append(out, ",true"...)
 	}
 	return append(out, ']'), nil
 }
@@ -187,7 +188,13 @@ func (t *turnTags) UnmarshalJSON(data []byte) error {
 	*t = turnTags{}
 	dst := []any{&t.Seq, &t.Hash, &t.Tags, &t.Related, &t.Rule}
 	for i, p := range parts {
-		if err := json.Unmarshal(p, dst[i]); err != nil {
+		var err error
+		if i == 2 || i == 3 {
+			*(dst[i].(*[]string)), err = parseTagList(p)
+		} else {
+			err = json.Unmarshal(p, dst[i])
+		}
+		if err != nil {
 			return fmt.Errorf("a turn's tags, member %d: %w", i+1, err)
 		}
 	}
@@ -736,15 +743,19 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 			return err
 		}
 		tb, sb, rb := b.Bucket(bucketTurns), b.Bucket(bucketSegments), b.Bucket(bucketTagSums)
+		turns := make([]*turnMeta, 0, len(changedTurns))
 		for seq := range changedTurns {
-			if err := putTurn(tb, c.turn(seq)); err != nil {
-				return err
-			}
+			turns = append(turns, c.turn(seq))
 		}
+		if err := putTurns(tb, turns...); err != nil {
+			return err
+		}
+		segs := make([]*segmentRec, 0, len(changedSegs))
 		for id := range changedSegs {
-			if err := putSegment(sb, c.segs[id-1]); err != nil {
-				return err
-			}
+			segs = append(segs, c.segs[id-1])
+		}
+		if err := putSegments(sb, segs...); err != nil {
+			return err
 		}
 		for tag := range changedSums {
 			if err := putTagSum(rb, c.tagSums[tag]); err != nil {

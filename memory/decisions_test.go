@@ -184,7 +184,7 @@ func buildDerivedStateWith(t *testing.T, dir string, inner Summarizer) snapshot 
 }
 
 func TestRebuildGivesSameAnswers(t *testing.T) {
-	for _, how := range []string{"Rebuild", "Open", "FullHashes", "ObjectTags", "RollupRefs", "RollupRefsChecked", "ExplicitAdds"} {
+	for _, how := range []string{"Rebuild", "Open", "FullHashes", "ObjectTags", "StringTags", "RollupRefs", "RollupRefsChecked", "ExplicitAdds"} {
 		t.Run(how, func(t *testing.T) {
 			dir := t.TempDir()
 			var before snapshot
@@ -219,12 +219,16 @@ func TestRebuildGivesSameAnswers(t *testing.T) {
 				// A decisions log written before turns' tags were arrays.
 				withObjectTags(t, dir, "c")
 			}
+			if how == "StringTags" {
+				// A decisions log written before tags records had a vocab.
+				withStringTags(t, dir, "c")
+			}
 			sum := &countingSummarizer{fail: true}
 			tag := &countingTagger{fail: true}
 			split := &refusingSplitter{}
 			opts := Options{Dir: dir, ContextWindow: 1500, ProtectedTurns: 2, Summarizer: sum, Tagger: tag, Splitter: split}
 			switch how {
-			case "Rebuild", "FullHashes", "ObjectTags", "RollupRefs", "RollupRefsChecked", "ExplicitAdds":
+			case "Rebuild", "FullHashes", "ObjectTags", "StringTags", "RollupRefs", "RollupRefsChecked", "ExplicitAdds":
 				if err := Rebuild(context.Background(), opts, nil); err != nil {
 					t.Fatalf("Rebuild: %v", err)
 				}

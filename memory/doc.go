@@ -29,9 +29,12 @@
 // summariser or splitter for anything recorded.
 //
 // vc.db stores each turn's metadata in a compact binary form
-// (turncodec.go; JSON records of earlier versions are still read). The
-// full-text index does not store the text: find_quote cuts its excerpts
-// from the master log.
+// (turncodec.go; JSON records of earlier versions are still read), turns
+// and segments in DEFLATE-compressed blocks once a block is full
+// (blocks.go); Close compacts it in place when it is mostly free pages
+// and cuts it to its pages (dbcompact.go, dbtrim.go). The full-text index
+// stores neither the text nor term vectors: find_quote cuts its excerpts
+// from the master log and checks phrases on it (index/phrase.go).
 //
 // The full-text index keeps watermarks per conversation (turns indexed,
 // summary generation indexed). A background reconciler, one goroutine per

@@ -394,11 +394,12 @@ func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ran
 		if err != nil {
 			return err
 		}
-		tb := b.Bucket(bucketTurns)
-		for _, m := range metas {
-			if err := putTurn(tb, &m); err != nil {
-				return err
-			}
+		ptrs := make([]*turnMeta, len(metas))
+		for i := range metas {
+			ptrs[i] = &metas[i]
+		}
+		if err := putTurns(b.Bucket(bucketTurns), ptrs...); err != nil {
+			return err
 		}
 		return putMeta(tx, meta)
 	}); err != nil {

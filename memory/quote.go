@@ -57,7 +57,7 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 		defer c.mu.RUnlock()
 	}
 	iq := index.Query{Text: query, Conversations: ids, Kinds: []string{"turn"}, Speaker: req.Speaker,
-		IDs: turnsInRange(convs, req.Since, req.Until), Limit: n, Highlight: true}
+		IDs: turnsInRange(convs, req.Since, req.Until), Limit: n, Highlight: true, DocText: turnText(byID)}
 	// A multi-word query is also tried as a phrase: exact quotes rank first.
 	if words := strings.Fields(strings.Trim(query, `"'“”`)); len(words) > 1 && len(words) <= 12 {
 		iq.Phrases = []string{strings.Join(words, " ")}
@@ -109,6 +109,28 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 		res.Quotes = append(res.Quotes, sem...)
 	}
 	return res, nil
+}
+
+// turnText gives the index a turn's text from its master log record (the
+// index keeps none; phrases and highlighting read it). The conversations'
+// read locks are held.
+func turnText(byID map[string]*conv) index.DocText {
+	return func(id string) (string, bool) {
+		conv, seq, ok := parseTurnDocID(id)
+		c := byID[conv]
+		if !ok || c == nil {
+			return "", false
+		}
+		t := c.turn(seq)
+		if t == nil {
+			return "", false
+		}
+		rec, err := c.log.read(t.Start, t.End)
+		if err != nil {
+			return "", false
+		}
+		return rec.Content, true
+	}
 }
 
 // turnsInRange names the index documents of the turns of convs said

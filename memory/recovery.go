@@ -219,16 +219,15 @@ func (s *Store) reconcileLog(ctx context.Context, c *conv) error {
 			if err != nil {
 				return err
 			}
-			tb := b.Bucket(bucketTurns)
+			var put []*turnMeta
 			for seq := range fixes {
-				if err := putTurn(tb, &c.turns[seq-1]); err != nil {
-					return err
-				}
+				put = append(put, &c.turns[seq-1])
 			}
 			for _, seq := range lost {
-				if err := putTurn(tb, &c.turns[seq-1]); err != nil {
-					return err
-				}
+				put = append(put, &c.turns[seq-1])
+			}
+			if err := putTurns(b.Bucket(bucketTurns), put...); err != nil {
+				return err
 			}
 			return putMeta(tx, meta)
 		}); err != nil {

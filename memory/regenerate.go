@@ -160,10 +160,8 @@ func (s *Store) regenerate(ctx context.Context, c *conv, tag string, progress Pr
 			return err
 		}
 		sb, rb := b.Bucket(bucketSegments), b.Bucket(bucketTagSums)
-		for _, r := range fresh {
-			if err := putSegment(sb, r); err != nil {
-				return err
-			}
+		if err := putSegments(sb, fresh...); err != nil {
+			return err
 		}
 		for _, r := range rollups {
 			if err := putTagSum(rb, r); err != nil {

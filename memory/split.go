@@ -103,13 +103,14 @@ func (s *Store) maybeSplit(ctx context.Context, c *conv) (bool, error) {
 		if err != nil {
 			return err
 		}
-		tb := b.Bucket(bucketTurns)
+		put := make([]*turnMeta, 0, len(changed))
 		for seq, tags := range changed {
 			t := *c.turn(seq)
 			t.Tags = tags
-			if err := putTurn(tb, &t); err != nil {
-				return err
-			}
+			put = append(put, &t)
+		}
+		if err := putTurns(b.Bucket(bucketTurns), put...); err != nil {
+			return err
 		}
 		return putMeta(tx, meta)
 	})

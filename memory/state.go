@@ -272,10 +272,10 @@ func loadConv(tx *bolt.Tx, id string) (*conv, error) {
 		return c, nil
 	}
 	if tb := b.Bucket(bucketTurns); tb != nil {
-		err := tb.ForEach(func(k, v []byte) error {
+		err := forEachRecord(tb, func(seq int, v []byte) error {
 			t, err := decodeTurn(v)
 			if err != nil {
-				return fmt.Errorf("decode turn %x of %s: %w", k, id, err)
+				return fmt.Errorf("decode turn %d of %s: %w", seq, id, err)
 			}
 			if t.Seq != len(c.turns)+1 {
 				return fmt.Errorf("conversation %s: turn %d out of sequence", id, t.Seq)
@@ -288,7 +288,7 @@ func loadConv(tx *bolt.Tx, id string) (*conv, error) {
 		}
 	}
 	if sb := b.Bucket(bucketSegments); sb != nil {
-		err := sb.ForEach(func(k, v []byte) error {
+		err := forEachRecord(sb, func(_ int, v []byte) error {
 			s, err := decodeSegment(v)
 			if err != nil {
 				return fmt.Errorf("decode segment of %s: %w", id, err)

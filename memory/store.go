@@ -519,6 +519,12 @@ func (s *Store) Close() error {
 			errs = append(errs, fmt.Errorf("remove the index after forget: %w", err))
 		}
 	}
+	if _, err := compactInPlace(s.db); err != nil {
+		s.log.Warn("could not compact vc.db; it keeps its free pages", "err", err)
+	}
+	if err := trimDB(s.db); err != nil {
+		s.log.Warn("could not cut vc.db down to its pages; it stays as large as it grew", "err", err)
+	}
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: %w", err))
 	} else if s.purgeAtClose.Load() {
@@ -626,7 +632,11 @@ func Rebuild(ctx context.Context, opts Options, progress Progress) error {
 	if opts.Dir == "" {
 		return fmt.Errorf("%w: no data directory given", ErrInvalid)
 	}
-	// Take the lock before deleting anything.
+	// Take the lock before deleting anything (a compaction a crash cut
+	// short is finished first, so that bbolt can read the file).
+	if err := finishCompaction(filepath.Join(opts.Dir, dbFile)); err != nil {
+		return err
+	}
 	db, err := bolt.Open(filepath.Join(opts.Dir, dbFile), 0o600, &bolt.Options{Timeout: opts.LockTimeout})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
@@ -637,7 +647,8 @@ func Rebuild(ctx context.Context, opts Options, progress Progress) error {
 	if err := db.Close(); err != nil {
 		return fmt.Errorf("close store: %w", err)
 	}
-	for _, p := range []string{filepath.Join(opts.Dir, dbFile), filepath.Join(opts.Dir, indexDir)} {
+	dbPath := filepath.Join(opts.Dir, dbFile)
+	for _, p := range []string{dbPath, dbPath + compactingSuffix, dbPath + compactedSuffix, filepath.Join(opts.Dir, indexDir)} {
 		if err := os.RemoveAll(p); err != nil {
 			return fmt.Errorf("remove %s: %w", p, err)
 		}
@@ -678,6 +689,9 @@ const dbGrowStep = 256 << 10
 
 // openDB opens vc.db with the store's options.
 func openDB(path string, opts Options) (*bolt.DB, error) {
+	if err := finishCompaction(path); err != nil {
+		return nil, err
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout, NoSync: opts.noSync})
 	if err != nil {
 		return nil, err

@@ -46,11 +46,6 @@ const (
 	turnForgotten
 )
 
-// putTurn stores t under its sequence key.
-func putTurn(b *bolt.Bucket, t *turnMeta) error {
-	return b.Put(seqKey(t.Seq), encodeTurn(t))
-}
-
 func encodeTurn(t *turnMeta) []byte {
 	out := make([]byte, 0, 128)
 	out = append(out, turnCodecV1)
@@ -128,11 +123,6 @@ func decodeTurn(v []byte) (turnMeta, error) {
 //	string  Method, Version
 //	time    CreatedAt
 const segmentCodecV1 = 0x01
-
-// putSegment stores r under its id.
-func putSegment(b *bolt.Bucket, r *segmentRec) error {
-	return b.Put(seqKey(r.ID), encodeSegment(r))
-}
 
 func encodeSegment(r *segmentRec) []byte {
 	out := make([]byte, 0, 96+len(r.Summary))

@@ -127,24 +127,9 @@ func TestOldJSONTurnsOpen(t *testing.T) {
 	}
 	n := 0
 	err = db.Update(func(tx *bolt.Tx) error {
-		sb := tx.Bucket(convBucketName("c")).Bucket(bucketSegments)
-		c := sb.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			r, err := decodeSegment(v)
-			if err != nil {
-				return err
-			}
-			js, err := json.Marshal(r)
-			if err != nil {
-				return err
-			}
-			if err := sb.Put(append([]byte(nil), k...), js); err != nil {
-				return err
-			}
-		}
 		// Topic summaries as JSON, as vc.db held them before putTagSum.
 		rb := tx.Bucket(convBucketName("c")).Bucket(bucketTagSums)
-		c = rb.Cursor()
+		c := rb.Cursor()
 		sums := 0
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if v[0] != tagSumDeflate {
@@ -166,25 +151,6 @@ func TestOldJSONTurnsOpen(t *testing.T) {
 		if sums == 0 {
 			t.Fatal("no topic summaries in vc.db")
 		}
-		tb := tx.Bucket(convBucketName("c")).Bucket(bucketTurns)
-		c = tb.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			tm, err := decodeTurn(v)
-			if err != nil {
-				return err
-			}
-			if v[0] != turnCodecV1 {
-				t.Fatalf("turn %x stored as %q, want the binary form", k, v[:1])
-			}
-			js, err := json.Marshal(tm)
-			if err != nil {
-				return err
-			}
-			if err := tb.Put(append([]byte(nil), k...), js); err != nil {
-				return err
-			}
-			n++
-		}
 		return nil
 	})
 	if err2 := db.Close(); err == nil {
@@ -193,9 +159,25 @@ func TestOldJSONTurnsOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Turns and segments as JSON, one per key, as the first versions
+	// stored them.
+	n = unblockRecords(t, dir, "c", bucketTurns, func(rec []byte) ([]byte, error) {
+		tm, err := decodeTurn(rec)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(tm)
+	})
 	if n == 0 {
 		t.Fatal("no turns in vc.db")
 	}
+	unblockRecords(t, dir, "c", bucketSegments, func(rec []byte) ([]byte, error) {
+		r, err := decodeSegment(rec)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(r)
+	})
 	s := openTest(t, Options{Dir: dir, ContextWindow: 1500, ProtectedTurns: 2, Summarizer: &countingSummarizer{fail: true}, Tagger: &countingTagger{fail: true}, Splitter: &refusingSplitter{}})
 	compareSnapshots(t, before, observe(t, s, "c"))
 	// A new turn is stored in the binary form beside the JSON ones.
