@@ -154,19 +154,11 @@ func encodeBlock(slots map[int][]byte) ([]byte, error) {
 		body = binary.AppendUvarint(body, uint64(len(slots[id])))
 		body = append(body, slots[id]...)
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(body)/2 + 16)
-	buf.WriteByte(blockDeflate)
-	w := deflaters.Get().(*flate.Writer)
-	defer deflaters.Put(w)
-	w.Reset(&buf)
-	if _, err := w.Write(body); err != nil {
+	v, err := deflated(blockDeflate, body)
+	if err != nil {
 		return nil, fmt.Errorf("compress: %w", err)
 	}
-	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("compress: %w", err)
-	}
-	return buf.Bytes(), nil
+	return v, nil
 }
 
 var errBadBlock = errors.New("damaged record block")

@@ -314,19 +314,28 @@ func putTagSum(b *bolt.Bucket, r *tagSummaryRec) error {
 	if err != nil {
 		return fmt.Errorf("encode topic summary %s: %w", r.Tag, err)
 	}
+	v, err := deflated(tagSumDeflate, js)
+	if err != nil {
+		return fmt.Errorf("compress topic summary %s: %w", r.Tag, err)
+	}
+	return b.Put([]byte(r.Tag), v)
+}
+
+// deflated returns marker followed by body, DEFLATE-compressed.
+func deflated(marker byte, body []byte) ([]byte, error) {
 	var buf bytes.Buffer
-	buf.Grow(len(js)/2 + 16)
-	buf.WriteByte(tagSumDeflate)
+	buf.Grow(len(body)/2 + 16)
+	buf.WriteByte(marker)
 	w := deflaters.Get().(*flate.Writer)
 	defer deflaters.Put(w)
 	w.Reset(&buf)
-	if _, err := w.Write(js); err != nil {
-		return fmt.Errorf("compress topic summary %s: %w", r.Tag, err)
+	if _, err := w.Write(body); err != nil {
+		return nil, err
 	}
 	if err := w.Close(); err != nil {
-		return fmt.Errorf("compress topic summary %s: %w", r.Tag, err)
+		return nil, err
 	}
-	return b.Put([]byte(r.Tag), buf.Bytes())
+	return buf.Bytes(), nil
 }
 
 // decodeTagSum reads a stored topic summary in either form.
