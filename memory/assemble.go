@@ -111,16 +111,19 @@ func (s *Store) assemble(convs []*conv, ranked rankedList, matched []string, q t
 	// left is filled with the next best turns. Counts are kept by line:
 	// each count after the first only counts the lines that changed.
 	lines := make(map[string]int, 2*len(pk.picks)+16)
+	seedLines(lines, rules, pk.picks)
 	n := s.tok.CountChunks(text, lines)
 	if budget-n > 16 && hint == "" {
 		pk.used = n
 		before := len(pk.picks)
 		pack()
 		if len(pk.picks) > before {
+			seedLines(lines, nil, pk.picks[before:])
 			text = render(header, rules, pk.picks, chosenSums, hint, q.Broad, multi)
 			n = s.tok.CountChunks(text, lines)
 		}
 	}
+	learnLines(lines, rules, pk.picks)
 	picks := pk.picks
 	a.breakdown.Headers = headerBase + pk.headers
 	// Check the whole exactly; if over, drop the weakest parts worth the
@@ -182,6 +185,41 @@ func (s *Store) assemble(convs []*conv, ranked rankedList, matched []string, q t
 		a.breakdown.TopicHint = s.tok.Count(hint)
 	}
 	return a
+}
+
+// seedLines puts the remembered counts of the picks' lines in lines (the
+// chunk counts an assembly's exact count uses; see linecount.go).
+func seedLines(lines map[string]int, rules, picks []pick) {
+	for _, ps := range [2][]pick{rules, picks} {
+		for i := range ps {
+			p := &ps[i]
+			if t := p.c.turn(p.seq); t != nil && p.ref == nil {
+				if n, ok := p.c.cachedLine(t); ok {
+					lines[p.text+"\n"] = n
+				}
+			}
+		}
+	}
+}
+
+// learnLines remembers the counts of the picks' lines the assembly's count
+// made (a line is a chunk of its own when what follows it starts a line).
+func learnLines(lines map[string]int, rules, picks []pick) {
+	for _, ps := range [2][]pick{rules, picks} {
+		for i := range ps {
+			p := &ps[i]
+			t := p.c.turn(p.seq)
+			if t == nil || p.ref != nil {
+				continue
+			}
+			if _, ok := p.c.cachedLine(t); ok {
+				continue
+			}
+			if n, ok := lines[p.text+"\n"]; ok {
+				p.c.cacheLine(t, n)
+			}
+		}
+	}
 }
 
 // packer fills a budget with turns: standing rules first, then ranked

@@ -406,8 +406,11 @@ func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ran
 		return fmt.Errorf("commit turns of %s: %w", c.id, err)
 	}
 	c.meta = meta
-	for _, m := range metas {
+	for i, m := range metas {
 		c.addTurn(m)
+		if !m.Empty {
+			c.cacheLine(&m, s.tok.Count(turnLine(&m, recs[i].Content)))
+		}
 	}
 	// The turns are stored: a failed index write is the reconciler's to
 	// retry (they stay behind IndexedThrough), not the caller's.

@@ -170,6 +170,7 @@ type conv struct {
 	replay    *decisionReplay // pending decisions while replayTail runs
 	meta      convMeta
 	turns     []turnMeta          // turns[seq-1]
+	lineToks  []uint64            // lineToks[seq-1]: see linecount.go
 	ids       map[string]int      // client message id -> seq
 	hashes    map[string]int      // message hash -> seq
 	forgotten map[string]bool     // hashes of forgotten messages (never stored again)
@@ -211,6 +212,7 @@ func newConv(id string) *conv {
 // addTurn folds one turn into the in-memory indexes.
 func (c *conv) addTurn(t turnMeta) {
 	c.turns = append(c.turns, t)
+	c.lineToks = append(c.lineToks, 0)
 	if t.Damaged {
 		c.damaged++
 		return
