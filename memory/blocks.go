@@ -272,30 +272,26 @@ func forEachRecord(b *bolt.Bucket, fn func(id int, rec []byte) error) error {
 
 // putTurns stores turns in their blocks.
 func putTurns(b *bolt.Bucket, turns ...*turnMeta) error {
-	if len(turns) == 0 {
-		return nil
-	}
-	recs := make(map[int][]byte, len(turns))
-	for _, t := range turns {
-		recs[t.Seq] = encodeTurn(t)
-	}
-	if err := putBlocked(b, turnBlockSize, recs); err != nil {
-		return fmt.Errorf("store turns: %w", err)
-	}
-	return nil
+	return putRecords(b, turnBlockSize, "turns", turns, func(t *turnMeta) (int, []byte) { return t.Seq, encodeTurn(t) })
 }
 
 // putSegments stores segments in their blocks.
 func putSegments(b *bolt.Bucket, segs ...*segmentRec) error {
-	if len(segs) == 0 {
+	return putRecords(b, segmentBlockSize, "segments", segs, func(s *segmentRec) (int, []byte) { return s.ID, encodeSegment(s) })
+}
+
+// putRecords stores items, each encoded with its id, in blocks of size.
+func putRecords[T any](b *bolt.Bucket, size int, what string, items []T, enc func(T) (int, []byte)) error {
+	if len(items) == 0 {
 		return nil
 	}
-	recs := make(map[int][]byte, len(segs))
-	for _, s := range segs {
-		recs[s.ID] = encodeSegment(s)
+	recs := make(map[int][]byte, len(items))
+	for _, it := range items {
+		id, rec := enc(it)
+		recs[id] = rec
 	}
-	if err := putBlocked(b, segmentBlockSize, recs); err != nil {
-		return fmt.Errorf("store segments: %w", err)
+	if err := putBlocked(b, size, recs); err != nil {
+		return fmt.Errorf("store %s: %w", what, err)
 	}
 	return nil
 }
