@@ -171,9 +171,40 @@ CREATE TABLE IF NOT EXISTS vc_vectors (
 );
 `
 
-// migrate creates the schema, once per database (an advisory lock keeps
-// two processes starting together from racing on CREATE).
+// schemaCurrent reports whether every table, index and column of schema
+// is there. It takes no lock: DDL on tables in use (even CREATE ... IF NOT
+// EXISTS and ADD COLUMN IF NOT EXISTS, which lock the table before they
+// find there is nothing to do) could deadlock with another process
+// writing to them.
+const schemaCurrent = `SELECT to_regclass('vc_conversations') IS NOT NULL
+	AND to_regclass('vc_master_log_end') IS NOT NULL
+	AND to_regclass('vc_decisions_end') IS NOT NULL
+	AND to_regclass('vc_vectors') IS NOT NULL
+	AND EXISTS (SELECT 1 FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'vc_conversations' AND column_name = 'generation')`
+
+// migrate creates the schema, once per database: nothing is done when it
+// is all there; otherwise an advisory lock keeps two processes starting
+// together from racing on CREATE, and a deadlock with another process's
+// writes (PostgreSQL cancels one side) is retried.
 func (s *Store) migrate(ctx context.Context) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if err = s.migrateOnce(ctx); !isDeadlock(err) {
+			return err
+		}
+	}
+	return err
+}
+
+func (s *Store) migrateOnce(ctx context.Context) error {
+	var current bool
+	if err := s.pool.QueryRow(ctx, schemaCurrent).Scan(&current); err != nil {
+		return s.connErr(err)
+	}
+	if current {
+		return nil
+	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return s.connErr(err)
@@ -182,13 +213,24 @@ func (s *Store) migrate(ctx context.Context) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('vc-mcp:schema', 0))`); err != nil {
 		return s.connErr(err)
 	}
-	if _, err := tx.Exec(ctx, schema); err != nil {
-		return fmt.Errorf("create the vc-mcp tables in %s: %w", Redact(s.url), err)
+	if err := tx.QueryRow(ctx, schemaCurrent).Scan(&current); err != nil {
+		return s.connErr(err)
+	}
+	if !current {
+		if _, err := tx.Exec(ctx, schema); err != nil {
+			return fmt.Errorf("create the vc-mcp tables in %s: %w", Redact(s.url), err)
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return s.connErr(err)
 	}
 	return nil
+}
+
+// isDeadlock reports whether err is PostgreSQL's deadlock_detected.
+func isDeadlock(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "40P01"
 }
 
 func (s *Store) connErr(err error) error {

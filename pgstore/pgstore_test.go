@@ -527,3 +527,59 @@ func masterRecord(line []byte) (logRecord, error) {
 	}
 	return r, nil
 }
+
+// TestStartWhileAnotherWrites: processes start (and check the schema) on a
+// database another process is writing to, compacting often, and
+// processes start together on an empty one. Creating the tables inside the
+// start-up check locked tables in use and could deadlock with the writer
+// ("deadlock detected" ended a daemon's start in CI); none may fail.
+func TestStartWhileAnotherWrites(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	starts := func(n int) {
+		t.Helper()
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for range n {
+			wg.Go(func() {
+				logs, err := pgstore.Open(ctx, url)
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer logs.Close()
+				if _, err := logs.List(ctx); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	}
+	starts(4) // together, on an empty database
+
+	w := open(t, url, t.TempDir(), 2000)
+	defer w.Close()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ingest(t, w, "busy", fmt.Sprintf("Message %d about the quarterly budget review and the deploy window.", i),
+				fmt.Sprintf("Reply %d: the review moved to Friday.", i))
+		}
+	}()
+	for range 5 {
+		starts(3)
+	}
+	close(stop)
+	<-done
+}
