@@ -17,8 +17,9 @@ type rankedList struct {
 	sorted int
 }
 
-// rankedHead is how many candidates are sorted up front: more than the
-// turns a maximum budget takes in order, and than topic summaries read.
+// rankedHead is how many candidates are sorted up front: more than topic
+// summaries read (40), and than the turns a 2,000-token budget takes; a
+// larger budget's packing goes on through the sorted tail it needs.
 const rankedHead = 256
 
 // candCmp orders candidates best first: by score, then the conversation
