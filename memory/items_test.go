@@ -280,15 +280,7 @@ func TestRequestHistoryTrimAfterOutsideChange(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, Options{})
 	path := s.requestsPath("c")
-	appendN := func(n int) {
-		t.Helper()
-		for i := 0; i < n; i++ {
-			if err := s.appendRequest(&RequestRecord{ConversationID: "c"}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	appendN(RequestRetention + 20)
+	appendN(t, s, "c", RequestRetention+20)
 	other := &requestLog{}
 	if err := other.open(path); err != nil {
 		t.Fatal(err)
@@ -296,7 +288,7 @@ func TestRequestHistoryTrimAfterOutsideChange(t *testing.T) {
 	if err := other.trim(path, 7); err != nil {
 		t.Fatal(err)
 	}
-	appendN(2 * RequestRetention)
+	appendN(t, s, "c", 2*RequestRetention)
 	total := 3*RequestRetention + 20
 	recs, err := s.Requests(ctx, "c")
 	if err != nil {

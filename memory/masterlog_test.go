@@ -171,12 +171,7 @@ func TestVersion2LogStillReads(t *testing.T) {
 	if !bytes.Contains(old.Bytes(), []byte(`{"v":2,"seq":1,`)) || !bytes.Contains(old.Bytes(), []byte(`"hash":"`)) {
 		t.Fatalf("not a version 2 log: %.200s", old.Bytes())
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, old.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeOldLog(t, path, old.Bytes())
 	s = openTest(t, Options{Dir: dir})
 	if got := readable(t, s, "old"); len(got) != 6 {
 		t.Fatalf("%d version 2 turns readable, want 6", len(got))
@@ -226,12 +221,7 @@ func TestVersion3LogStillReads(t *testing.T) {
 	if !bytes.HasPrefix(old.Bytes(), []byte(`{"v":3,"seq":1,`)) || bytes.Count(old.Bytes(), []byte(`"hash":"`)) != 1 || !bytes.Contains(old.Bytes(), []byte(`.001234567Z"`)) {
 		t.Fatalf("not a version 3 log: %.300s", old.Bytes())
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, old.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeOldLog(t, path, old.Bytes())
 	s = openTest(t, Options{Dir: dir})
 	got := readable(t, s, "old")
 	if len(got) != 6 {
@@ -335,5 +325,16 @@ func TestLineContentMatchesDecode(t *testing.T) {
 		if s, ok := lineContent([]byte(line)); ok {
 			t.Errorf("lineContent(%q) = %q, want not ok", line, s)
 		}
+	}
+}
+
+// writeOldLog puts a log written by an earlier version at path.
+func writeOldLog(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -106,15 +106,6 @@ func (r rankedList) filter(keep func(candidate) bool) rankedList {
 	return out
 }
 
-// ordered returns every candidate in order (sorting the rest; tests and
-// small lists).
-func (r rankedList) ordered() []candidate {
-	if r.sorted < len(r.list) {
-		slices.SortFunc(r.list[r.sorted:], candCmp)
-	}
-	return r.list
-}
-
 // freeCandidates recycles the candidate lists of recalls (a recall's is a
 // hundred KB or so) between them.
 var freeCandidates struct {
