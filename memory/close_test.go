@@ -256,3 +256,64 @@ func TestSlowLoadBlocksNoOther(t *testing.T) {
 		t.Fatalf("slow: %v", err)
 	}
 }
+
+// TestReadsDoNotWaitForAWritersDisk: while an ingest is inside its master
+// log write (held there, as a slow disk would hold it), recall, find_quote
+// and status answer; the new turn is searchable and recalled once the
+// write is done.
+func TestReadsDoNotWaitForAWritersDisk(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{})
+	ingest(t, s, "c", chat(20, t0))
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	logWriteHook = func(string) error {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+		return nil
+	}
+	t.Cleanup(func() { logWriteHook = nil })
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := s.Ingest(ctx, IngestRequest{ConversationID: "c", Messages: []Message{msg("user", "", "The canary release goes out on Thursday.", t0.Add(time.Hour))}})
+		wrote <- err
+	}()
+	<-entered
+	read := make(chan error, 1)
+	go func() {
+		if _, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "when does the canary release go out?"}); err != nil {
+			read <- err
+			return
+		}
+		if _, err := s.FindQuote(ctx, FindQuoteRequest{ConversationID: "c", Query: "canary release"}); err != nil {
+			read <- err
+			return
+		}
+		_, err := s.Status(ctx, "c")
+		read <- err
+	}()
+	select {
+	case err := <-read:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		close(release)
+		<-wrote
+		t.Fatal("recall, find_quote and status waited for a writer held in its log write")
+	}
+	close(release)
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	q, err := s.FindQuote(ctx, FindQuoteRequest{ConversationID: "c", Query: "canary release"})
+	if err != nil || len(q.Quotes) == 0 {
+		t.Fatalf("after the write: find_quote %+v, %v", q, err)
+	}
+	res, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "when does the canary release go out?"})
+	if err != nil || !strings.Contains(res.Text, "canary release goes out on Thursday") || res.CatchingUp {
+		t.Fatalf("after the write: recall catching up %v, %v:\n%s", res.CatchingUp, err, res.Text)
+	}
+}

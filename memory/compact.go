@@ -85,9 +85,10 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 	}
 	replayable := s.replayable(ctx, rollups, inputs)
 
-	// Commit.
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	// Commit: the decision and the bbolt transaction holding the writer
+	// lock only, then the state under mu as well.
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	meta := c.meta
 	meta.CompactedThrough = through
 	freedFull, summaryTokens := 0, 0
@@ -142,6 +143,8 @@ func (s *Store) maybeCompact(ctx context.Context, c *conv, force bool, progress 
 	if err != nil {
 		return res, fmt.Errorf("commit compaction of %s: %w", c.id, err)
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.meta = meta
 	for i := range plans {
 		r := plans[i].rec

@@ -268,14 +268,14 @@ func (s *Store) unload(convs []*conv) {
 		}
 		// Writers pin what they load, so no decision is being appended; the
 		// next writer reopens the decisions log. Closing syncs pending tags.
-		c.mu.Lock()
+		c.lock()
 		if c.dlog != nil {
 			if err := c.dlog.close(); err != nil {
 				s.log.Warn("closing an unloaded conversation's decisions log failed", "conversation", c.id, "err", err)
 			}
 			c.dlog = nil
 		}
-		c.mu.Unlock()
+		c.unlock()
 	}
 }
 
@@ -344,7 +344,7 @@ func (s *Store) catchUpIndex(ctx context.Context, c *conv) {
 		s.kickReconciler()
 		return
 	}
-	if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns)); err != nil {
+	if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns), heldBoth); err != nil {
 		s.log.Warn("indexing replayed turns failed; the reconciler retries", "conversation", c.id, "err", err)
 		s.kickReconciler()
 		return

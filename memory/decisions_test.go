@@ -456,9 +456,9 @@ func TestOpenAppliesDecisionsNotCommitted(t *testing.T) {
 	}
 	tag := st.Tags[0].Tag
 	c, _ := s.conversation(context.Background(), "c", false)
-	c.mu.Lock()
+	c.lock()
 	_, err = s.recordDecision(c, decision{Kind: decWorking, Working: []WorkingEntry{{Tag: tag, Depth: DepthFull, Tokens: 42, LastAccess: t0}}})
-	c.mu.Unlock()
+	c.unlock()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,7 +162,7 @@ func (s *Store) embedTags(ctx context.Context, c *conv) error {
 		if err != nil {
 			return fmt.Errorf("embed %d tag names: %w", len(texts), err)
 		}
-		c.mu.Lock()
+		c.lock()
 		if c.tagVecs == nil {
 			c.tagVecs = map[string][]float32{}
 		}
@@ -173,7 +173,7 @@ func (s *Store) embedTags(ctx context.Context, c *conv) error {
 				c.tagVecs[n] = nil // unembeddable: do not retry
 			}
 		}
-		c.mu.Unlock()
+		c.unlock()
 	}
 }
 
@@ -265,11 +265,14 @@ func (s *Store) embedPending(ctx context.Context, c *conv) (int, error) {
 	if len(vecs) != len(jobs) {
 		return 0, fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(jobs))
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	// The vectors are committed holding only the writer lock (a recall
+	// does not wait for the fsync), then put in place under mu.
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	if c.rewrites != epoch {
 		return 0, nil // turns were forgotten or redacted meanwhile: embed them again
 	}
+	failed := map[int]bool{}
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		b, err := convBucket(tx, c.id)
 		if err != nil {
@@ -282,10 +285,7 @@ func (s *Store) embedPending(ctx context.Context, c *conv) (int, error) {
 		for i, j := range jobs {
 			v := vecs[i]
 			if len(v) == 0 || c.vecs.dim != 0 && len(v) != c.vecs.dim || !finite(v) {
-				if c.vecFailed == nil {
-					c.vecFailed = map[int]bool{}
-				}
-				c.vecFailed[j.seq] = true
+				failed[j.seq] = true
 				continue
 			}
 			if err := vb.Put(seqKey(j.seq), encodeVector(v)); err != nil {
@@ -297,8 +297,16 @@ func (s *Store) embedPending(ctx context.Context, c *conv) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("store vectors: %w", err)
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for seq := range failed {
+		if c.vecFailed == nil {
+			c.vecFailed = map[int]bool{}
+		}
+		c.vecFailed[seq] = true
+	}
 	for i, j := range jobs {
-		if !c.vecFailed[j.seq] {
+		if !failed[j.seq] {
 			c.vecs.add(j.seq, vecs[i])
 		}
 	}

@@ -125,7 +125,10 @@
 // are kept. A message with a client id (Message.ID) is stored once per id,
 // one with a timestamp once per role, name, content and timestamp.
 //
-// Concurrency: the lock order is written at the top of store.go. Each
+// Concurrency: the lock order is written at the top of store.go. A
+// conversation's writers hold its writer lock across their I/O and take its
+// state lock only to put what they committed in place, so reads (which
+// hold the state lock for reading) never wait for a writer's fsync. Each
 // exported method is an operation; Close refuses new ones (ErrClosed),
 // waits for those in flight, then saves and closes. At most
 // Options.MaxOpenConversations conversations stay loaded (LRU); each loads

@@ -325,8 +325,8 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 	out.remade = len(fresh) + len(rollups)
 
 	// 3. Rewrite the logs and rebuild the derived state, under the lock.
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	if size, err := c.log.size(); err != nil || size != c.meta.LogSize {
 		if err := s.reconcileLog(ctx, c); err != nil {
 			return out, err
@@ -441,7 +441,7 @@ func (s *Store) afterRewrite(ctx context.Context, c *conv, edits map[int]*logRec
 	if err := s.ix.Delete(ctx, goneDocs); err != nil {
 		s.log.Warn("removing forgotten documents from the index failed", "conversation", c.id, "err", err)
 	}
-	if err := s.indexTurns(ctx, n, n.meta.IndexedThrough+1, len(n.turns)); err != nil {
+	if err := s.indexTurns(ctx, n, n.meta.IndexedThrough+1, len(n.turns), heldBoth); err != nil {
 		s.log.Warn("re-indexing a rewritten conversation failed; the reconciler retries", "conversation", c.id, "err", err)
 		s.kickReconciler()
 	} else if err := s.indexSummaries(ctx, n); err != nil {
@@ -882,6 +882,9 @@ func (s *Store) scrubRequests(id string, gone, forgot map[string]bool) error {
 	defer l.mu.Unlock()
 	path := s.requestsPath(id)
 	if err := l.open(path); err != nil {
+		return err
+	}
+	if err := l.flush(); err != nil {
 		return err
 	}
 	f, err := loadRequests(path, true)

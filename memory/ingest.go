@@ -57,12 +57,17 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 	c.mu.RUnlock()
 	tagged := s.tagBatch(ctx, c.id, fresh, snap)
 
-	c.mu.Lock()
+	// The writer lock only: the log's append and fsync and the commit run
+	// while recalls go on; applyRecords takes mu to put the turns in place.
+	c.wmu.Lock()
 	// The log changed under us (cut short, or records a failed commit left
 	// behind): repair before deciding what is new and where it goes.
 	if size, err := c.log.size(); err != nil || size != c.meta.LogSize {
-		if err := s.reconcileLog(ctx, c); err != nil {
-			c.mu.Unlock()
+		c.mu.Lock()
+		err := s.reconcileLog(ctx, c)
+		c.mu.Unlock()
+		if err != nil {
+			c.wmu.Unlock()
 			return res, err
 		}
 	}
@@ -81,13 +86,13 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 		}
 		ranges, err := c.log.appendRecords(c.meta.LogSize, recs)
 		if err != nil {
-			c.mu.Unlock()
+			c.wmu.Unlock()
 			return res, s.storageError(err, "nothing was stored")
 		}
 		end := ranges[len(ranges)-1][1] + 1
 		first := len(c.turns) + 1
-		if err := s.applyRecords(ctx, c, recs, ranges, end, tagged); err != nil {
-			c.mu.Unlock()
+		if err := s.applyRecords(ctx, c, recs, ranges, end, tagged, heldWriter); err != nil {
+			c.wmu.Unlock()
 			return res, s.storageError(err, "the messages are saved in the master log and are indexed on the next call")
 		}
 		tagSeen := map[string]bool{}
@@ -113,7 +118,7 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 	if res.Tags == nil {
 		res.Tags = []string{}
 	}
-	c.mu.Unlock()
+	c.wmu.Unlock()
 	if res.Stored > res.Skipped {
 		s.kickEmbedder()
 	}
@@ -335,11 +340,22 @@ func (s *Store) tagBatch(ctx context.Context, convID string, ins []turnInput, sn
 	return out
 }
 
+// held says which of a conversation's locks a writer holds (see conv).
+type held int
+
+const (
+	heldWriter held = iota // c.wmu alone: c.mu is taken to change the state
+	heldBoth               // c.wmu and c.mu (c.lock)
+)
+
 // applyRecords derives and commits the store entries of records already in
-// the master log (bytes up to logEnd), then indexes them. tagged holds the
-// records' tags, or nil to tag them here (replaying a log at open). c.mu
-// must be held for writing.
-func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ranges [][2]int64, logEnd int64, tagged []tagging.Result) error {
+// the master log (bytes up to logEnd), indexes them, and puts them in the
+// in-memory state: the index holds them before a recall can rank them, so
+// a recall never reports turns it cannot search yet. tagged holds the
+// records' tags, or nil to tag them here (replaying a log at open). The
+// caller holds c's writer lock, and mu too if locks says so; with the
+// writer lock alone, mu is taken only for the in-memory part.
+func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ranges [][2]int64, logEnd int64, tagged []tagging.Result, locks held) error {
 	var retagged []int // records whose tags are new decisions; nil = all
 	if tagged == nil {
 		tagged, retagged = s.tagsForReplay(ctx, c, recs)
@@ -405,25 +421,60 @@ func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ran
 	}); err != nil {
 		return fmt.Errorf("commit turns of %s: %w", c.id, err)
 	}
-	c.meta = meta
-	for i, m := range metas {
-		c.addTurn(m)
-		if !m.Empty {
-			c.cacheLine(&m, s.tok.Count(turnLine(&m, recs[i].Content)))
-		}
-	}
 	// The turns are stored: a failed index write is the reconciler's to
 	// retry (they stay behind IndexedThrough), not the caller's.
 	replaying := retagged != nil
-	if c.meta.IndexedThrough == metas[0].Seq-1 && (!replaying || len(metas) <= syncIndexTurns) {
-		if err := s.indexTurns(ctx, c, metas[0].Seq, metas[len(metas)-1].Seq); err != nil {
-			s.log.Warn("indexing stored turns failed; the reconciler retries", "conversation", c.id, "err", err)
-			s.kickReconciler()
+	indexedThrough := c.meta.IndexedThrough
+	if indexedThrough == metas[0].Seq-1 && (!replaying || len(metas) <= syncIndexTurns) {
+		for lo := 0; lo < len(metas); lo += indexBatch {
+			hi := min(len(metas), lo+indexBatch)
+			if docs := turnDocs(c.id, metas[lo:hi], recs[lo:hi]); len(docs) > 0 {
+				if err := s.ix.Add(ctx, docs); err != nil {
+					s.log.Warn("indexing stored turns failed; the reconciler retries", "conversation", c.id,
+						"err", fmt.Errorf("index turns %d-%d: %w", metas[lo].Seq, metas[hi-1].Seq, err))
+					s.kickReconciler()
+					break
+				}
+			}
+			indexedThrough = metas[hi-1].Seq
 		}
 	} else {
 		s.kickReconciler()
 	}
+	lines := make([]int, len(metas))
+	for i := range metas {
+		if !metas[i].Empty {
+			lines[i] = s.tok.Count(turnLine(&metas[i], recs[i].Content))
+		}
+	}
+	if locks == heldWriter {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+	}
+	c.meta = meta
+	c.meta.IndexedThrough = max(c.meta.IndexedThrough, indexedThrough)
+	for i := range metas {
+		c.addTurn(metas[i])
+		if !metas[i].Empty {
+			c.cacheLine(&metas[i], lines[i])
+		}
+	}
 	return nil
+}
+
+// indexBatch is how many turns go to the full-text index in one batch.
+const indexBatch = 1000
+
+// turnDocs are the full-text index documents of turns about to be put in
+// place, from their records.
+func turnDocs(convID string, metas []turnMeta, recs []logRecord) []index.Doc {
+	docs := make([]index.Doc, 0, len(metas))
+	for i := range metas {
+		if m := &metas[i]; !m.Empty {
+			docs = append(docs, index.Doc{ID: turnDocID(convID, m.Seq), Conversation: convID, Kind: "turn", Text: recs[i].Content, Speaker: m.Name})
+		}
+	}
+	return docs
 }
 
 // lastTags returns the tags of the latest non-empty turn at or before seq.
@@ -443,11 +494,12 @@ func sameDay(a, b time.Time) bool {
 }
 
 // indexTurns adds turns first..last (inclusive) to the full-text index. The
-// turn text is read back from the master log. c.mu must be held for writing.
-func (s *Store) indexTurns(ctx context.Context, c *conv, first, last int) error {
-	const batch = 1000
-	for lo := first; lo <= last; lo += batch {
-		hi := min(last, lo+batch-1)
+// turn text is read back from the master log. The caller holds c's writer
+// lock, and mu too if locks says so; with the writer lock alone, mu is
+// taken only to move the watermark.
+func (s *Store) indexTurns(ctx context.Context, c *conv, first, last int, locks held) error {
+	for lo := first; lo <= last; lo += indexBatch {
+		hi := min(last, lo+indexBatch-1)
 		docs := make([]index.Doc, 0, hi-lo+1)
 		for seq := lo; seq <= hi; seq++ {
 			t := c.turn(seq)
@@ -472,7 +524,13 @@ func (s *Store) indexTurns(ctx context.Context, c *conv, first, last int) error 
 				return fmt.Errorf("index turns %d-%d of %s: %w", lo, hi, c.id, err)
 			}
 		}
+		if locks == heldWriter {
+			c.mu.Lock()
+		}
 		c.meta.IndexedThrough = max(c.meta.IndexedThrough, hi)
+		if locks == heldWriter {
+			c.mu.Unlock()
+		}
 	}
 	return nil
 }

@@ -100,8 +100,8 @@ func (s *Store) changeSelection(ctx context.Context, conversationID, name string
 	if err != nil {
 		return ContextItemsResult{}, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	sel := c.meta.Items.clone()
 	sel.Added = slices.DeleteFunc(sel.Added, func(n string) bool { return n == ci.Name })
 	sel.Removed = slices.DeleteFunc(sel.Removed, func(n string) bool { return n == ci.Name })

@@ -75,9 +75,9 @@ func TestLineCountCache(t *testing.T) {
 		want[q] = recall(q)
 	}
 	forget := func() {
-		c.mu.Lock()
+		c.lock()
 		clear(c.lineToks)
-		c.mu.Unlock()
+		c.unlock()
 	}
 	check := func(how string, got RecallResult, q string) {
 		t.Helper()

@@ -61,8 +61,8 @@ func (s *Store) claimOwner(ctx context.Context, c *conv) error {
 	if caller == "" {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	if c.meta.Owner != "" || len(c.turns) > 0 {
 		if c.meta.Owner != "" && c.meta.Owner != caller {
 			return fmt.Errorf("%w: %w: conversation %q belongs to another owner; use another conversation_id", ErrForbidden, ErrInvalid, c.id)

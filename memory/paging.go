@@ -359,13 +359,13 @@ func (s *Store) lockTopic(ctx context.Context, convID, name string) (c *conv, ta
 	if err != nil {
 		return nil, "", nil, err
 	}
-	c.mu.Lock()
+	c.lock()
 	tag, err = c.findTag(name)
 	if err != nil {
-		c.mu.Unlock()
+		c.unlock()
 		return nil, "", nil, err
 	}
-	return c, tag, c.mu.Unlock, nil
+	return c, tag, c.unlock, nil
 }
 
 // pagedIn reports whether a turn belongs to a topic the model expanded

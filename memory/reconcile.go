@@ -246,16 +246,20 @@ func (s *Store) convBehind(id string) bool {
 
 // catchUp indexes the next chunk of a conversation's turns, or its
 // summaries, and reports whether more remains.
+// It holds the writer lock across the index write, so recalls go on
+// meanwhile (and say they are catching up).
 func (s *Store) catchUp(ctx context.Context, c *conv) (bool, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	if from := c.meta.IndexedThrough + 1; from <= len(c.turns) {
 		to := min(len(c.turns), from+reconcileChunk-1)
-		if err := s.indexTurns(ctx, c, from, to); err != nil {
+		if err := s.indexTurns(ctx, c, from, to, heldWriter); err != nil {
 			return false, err
 		}
 		return to < len(c.turns), nil
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return false, s.indexSummaries(ctx, c)
 }
 
@@ -288,8 +292,8 @@ func (s *Store) lowerWatermark(convID, doc string) {
 	if err != nil {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	if seq, err := strconv.Atoi(strings.TrimPrefix(doc, "t")); err == nil && strings.HasPrefix(doc, "t") && !strings.HasPrefix(doc, "tag/") {
 		c.meta.IndexedThrough = min(c.meta.IndexedThrough, seq-1)
 	} else {

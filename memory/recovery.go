@@ -258,7 +258,7 @@ func (s *Store) reconcileLog(ctx context.Context, c *conv) error {
 		ranges = append(ranges, [2]int64{fr.Start, fr.End})
 	}
 	s.log.Info("replaying master log", "conversation", c.id, "turns", len(recs))
-	return s.applyRecords(ctx, c, recs, ranges, validEnd, nil)
+	return s.applyRecords(ctx, c, recs, ranges, validEnd, nil, heldBoth)
 }
 
 // markDamaged turns a stored turn into a damaged placeholder: no text, no

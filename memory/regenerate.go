@@ -137,8 +137,8 @@ func (s *Store) regenerate(ctx context.Context, c *conv, tag string, progress Pr
 		return 0, 0, err
 	}
 
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	dec := decision{Kind: decSummaries, Segments: make([]segmentRec, len(fresh)), TagSums: make([]tagSummaryRec, len(rollups))}
 	for i, r := range fresh {
 		dec.Segments[i] = *r

@@ -23,7 +23,11 @@ import (
 // turn, which compresses about tenfold; appending a member never touches the
 // ones before it, and trimming copies whole members without decoding them.
 // They are a history for people, not state: appends are not fsync'd, and
-// only the newest RequestRetention are kept. Histories written before
+// only the newest RequestRetention are kept. A recall numbers its record
+// and queues it; the store's history writer (one goroutine) encodes and
+// appends it after the recall has answered, and reading or rewriting a
+// history writes what is queued first, so a reader sees every record a
+// recall has named. Close writes what is still queued. Histories written before
 // 2026-11-24 as plain JSON lines (<conversation file>.jsonl) are moved into
 // the compressed file the first time the conversation's history is used.
 const (
@@ -40,6 +44,59 @@ type requestLog struct {
 	// process read and appended them: trimming cuts at one without
 	// reading the members again, unless the file's size says it changed.
 	ends []int
+	path string
+	// queue holds the records numbered but not written yet, oldest first.
+	queue []*RequestRecord
+}
+
+// maxQueuedRequests is how many records a history queues before the
+// recall that adds one writes them itself (the writer has fallen behind).
+const maxQueuedRequests = 64
+
+// requestWriter is the store's history writer: it writes the queued
+// records of each history sent on work.
+type requestWriter struct {
+	work chan *requestLog
+	done chan struct{}
+}
+
+// startRequestWriter starts the history writer; Close stops it.
+func (s *Store) startRequestWriter() {
+	w := &requestWriter{work: make(chan *requestLog, 256), done: make(chan struct{})}
+	s.reqw = w
+	go func() {
+		defer close(w.done)
+		for l := range w.work {
+			l.mu.Lock()
+			if err := l.flush(); err != nil {
+				s.log.Warn("recording the request context failed; the recall was unaffected", "err", err)
+			}
+			l.mu.Unlock()
+		}
+	}()
+}
+
+// stopRequestWriter writes what is queued and ends the writer. No
+// operation is in flight.
+func (s *Store) stopRequestWriter() {
+	if s.reqw != nil {
+		close(s.reqw.work)
+		<-s.reqw.done
+		s.reqw = nil
+	}
+}
+
+// flushRequests writes every history's queued records.
+func (s *Store) flushRequests() error {
+	var errs []error
+	s.reqs.Range(func(_, v any) bool {
+		l := v.(*requestLog)
+		l.mu.Lock()
+		errs = append(errs, l.flush())
+		l.mu.Unlock()
+		return true
+	})
+	return errors.Join(errs...)
 }
 
 func (s *Store) requestsPath(id string) string {
@@ -88,7 +145,7 @@ func (l *requestLog) open(path string) error {
 			return fmt.Errorf("repair request history: %w", err)
 		}
 	}
-	l.next, l.ends = 1, f.ends
+	l.next, l.ends, l.path = 1, f.ends, path
 	if n := len(f.recs); n > 0 {
 		l.next = f.recs[n-1].Seq + 1
 	}
@@ -96,42 +153,72 @@ func (l *requestLog) open(path string) error {
 	return nil
 }
 
-// appendRequest gives rec its id and appends it to its conversation's
-// request history, trimming the history to RequestRetention now and then.
+// appendRequest gives rec its id and queues it for its conversation's
+// request history. The history writer appends it (and trims the history to
+// RequestRetention now and then); rec must not change after the call.
 func (s *Store) appendRequest(rec *RequestRecord) error {
 	l := s.requestLog(rec.ConversationID)
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	path := s.requestsPath(rec.ConversationID)
-	if err := l.open(path); err != nil {
+	if err := l.open(s.requestsPath(rec.ConversationID)); err != nil {
+		l.mu.Unlock()
 		return err
 	}
 	rec.Seq, rec.ID = l.next, "r"+strconv.Itoa(l.next)
-	member, err := encodeRequest(nil, rec)
-	if err != nil {
-		return err
+	l.next++
+	l.queue = append(l.queue, rec)
+	if len(l.queue) > 1 && len(l.queue) < maxQueuedRequests {
+		l.mu.Unlock() // already sent to the writer
+		return nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if len(l.queue) == 1 && s.reqw != nil {
+		select {
+		case s.reqw.work <- l:
+			l.mu.Unlock()
+			return nil
+		default: // the writer is busy with many histories: write it here
+		}
+	}
+	err := l.flush()
+	l.mu.Unlock()
+	return err
+}
+
+// flush appends the queued records to the history file. l.mu is held.
+func (l *requestLog) flush() error {
+	if len(l.queue) == 0 {
+		return nil
+	}
+	q := l.queue
+	l.queue = nil
+	var data []byte
+	ends := make([]int, 0, len(q))
+	for _, rec := range q {
+		var err error
+		if data, err = encodeRequest(data, rec); err != nil {
+			return err
+		}
+		ends = append(ends, len(data))
+	}
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if errors.Is(err, fs.ErrNotExist) { // requests/ not made yet, or removed by hand since
-		if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
-			f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err = os.MkdirAll(filepath.Dir(l.path), 0o700); err == nil {
+			f, err = os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("open request history: %w", err)
 	}
-	_, werr := f.Write(member)
+	_, werr := f.Write(data)
 	if err := errors.Join(werr, f.Close()); err != nil {
+		l.ends = nil // unknown: the next trim reads the file
 		return fmt.Errorf("append to request history: %w", err)
 	}
-	l.next++
-	if werr == nil {
-		l.ends = append(l.ends, l.size()+len(member))
-	} else {
-		l.ends = nil // unknown: the next trim reads the file
+	base := l.size()
+	for _, e := range ends {
+		l.ends = append(l.ends, base+e)
 	}
 	if len(l.ends) > RequestRetention+RequestRetention/2 {
-		return l.trim(path, RequestRetention)
+		return l.trim(l.path, RequestRetention)
 	}
 	return nil
 }
@@ -144,6 +231,9 @@ func (s *Store) readRequestHistory(id string) ([]RequestRecord, error) {
 	defer l.mu.Unlock()
 	path := s.requestsPath(id)
 	if err := l.open(path); err != nil {
+		return nil, err
+	}
+	if err := l.flush(); err != nil {
 		return nil, err
 	}
 	f, err := loadRequests(path, true)

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 )
 
 func appendN(t *testing.T, s *Store, conv string, n int) {
@@ -17,6 +19,11 @@ func appendN(t *testing.T, s *Store, conv string, n int) {
 		if err := s.appendRequest(rec); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The history writer appends in the background: the file is read
+	// directly below.
+	if err := s.flushRequests(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -155,4 +162,42 @@ func writePlainHistory(t *testing.T, dir, conv string, n, base int, extra string
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestQueuedRequestRecordsAreReadAndKept: a recall's record is queued for
+// the history writer, yet a read right after the recall finds it, and
+// Close writes whatever is still queued.
+func TestQueuedRequestRecordsAreReadAndKept(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	if _, err := s.Ingest(ctx, IngestRequest{ConversationID: "c", Messages: []Message{msg("user", "", "the deploy uses blue-green switching", time.Time{})}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		res, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "how do we deploy?"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "r" + strconv.Itoa(i+1); res.RequestID != want {
+			t.Fatalf("recall %d: request id %q, want %q", i+1, res.RequestID, want)
+		}
+		if i%5 == 0 {
+			if got := requestSeqs(t, s, "c"); len(got) != i+1 || got[0] != i+1 {
+				t.Fatalf("after recall %d: records %v", i+1, got)
+			}
+		}
+	}
+	for i := 0; i < 7; i++ {
+		if err := s.appendRequest(&RequestRecord{ConversationID: "c", Budget: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	if got := requestSeqs(t, s, "c"); len(got) != 27 || got[0] != 27 || got[26] != 1 {
+		t.Fatalf("after reopening: records %v, want 27 down to 1", got)
+	}
 }

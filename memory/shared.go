@@ -419,8 +419,8 @@ func (s *Store) checkAhead(ctx context.Context, id string, sess SharedSession) e
 func (s *Store) refresh(ctx context.Context, c *conv) error {
 	c.compactMu.Lock()
 	defer c.compactMu.Unlock()
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	if c.dlog != nil { // its end moved: reopened on the next decision
 		if err := c.dlog.close(); err != nil {
 			return err
@@ -770,10 +770,10 @@ func (s *Store) pullAll() {
 // reconciler; a shared one answers reads caught up). A failure is left to
 // the reconciler.
 func (s *Store) indexNow(ctx context.Context, c *conv) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	if len(c.turns) > c.meta.IndexedThrough {
-		if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns)); err != nil {
+		if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns), heldBoth); err != nil {
 			s.log.Warn("indexing shared turns failed; the reconciler retries", "conversation", c.id, "err", err)
 			s.kickReconciler()
 			return
@@ -803,8 +803,8 @@ func (s *Store) adoptRewrite(ctx context.Context, id string, read func() (LogLin
 	}
 	c.compactMu.Lock()
 	defer c.compactMu.Unlock()
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	mu := s.shared.fileMu(id)
 	mu.Lock()
 	defer mu.Unlock()

@@ -56,8 +56,8 @@ func (s *Store) maybeSplit(ctx context.Context, c *conv) (bool, error) {
 		return true, fmt.Errorf("split tag %q of %s: %w", req.Tag, c.id, err)
 	}
 
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	meta := c.meta
 	meta.SplitChecked = maps.Clone(meta.SplitChecked)
 	if meta.SplitChecked == nil {

@@ -157,11 +157,23 @@ type tagSummaryRec struct {
 }
 
 // conv is a conversation's in-memory state, loaded from bbolt on first use.
-// mu guards every field; ingest and compaction commits take it for writing,
-// reads take it for reading. compactMu serialises compactions so that the
-// slow part (summarising) runs without mu held.
+//
+// Two locks guard it, so that a read never waits for a writer's disk:
+//   - wmu serialises the conversation's writers. A writer holds it across
+//     its I/O (the master log's append and fsync, the decisions log, the
+//     bbolt commit, the index write); holding it is enough to read every
+//     field, since only its holder changes them.
+//   - mu guards the fields against readers. A writer changes a field only
+//     while it holds mu as well (c.lock), and takes mu only for the change
+//     itself once its I/O is done; readers (recall, find_quote, status)
+//     hold mu for reading, so they wait at most for that change, never for
+//     an fsync.
+//
+// compactMu serialises compactions so that the slow part (summarising) runs
+// without either held. The order is compactMu, wmu, mu (store.go).
 type conv struct {
 	mu        sync.RWMutex
+	wmu       sync.Mutex
 	compactMu sync.Mutex
 
 	id        string
@@ -198,6 +210,17 @@ type conv struct {
 	tokens  int // all non-empty turns
 	damaged int // damaged placeholders
 	active  int // tokens of turns after CompactedThrough
+}
+
+// lock takes both of c's locks: the holder may do I/O and change fields.
+func (c *conv) lock() {
+	c.wmu.Lock()
+	c.mu.Lock()
+}
+
+func (c *conv) unlock() {
+	c.mu.Unlock()
+	c.wmu.Unlock()
 }
 
 func newConv(id string) *conv {

@@ -8,7 +8,11 @@ package memory
 //	                  while waiting for anything
 //	conv.compactMu    serialises a conversation's compactions, splits and
 //	                  summary regeneration
-//	conv.mu           a conversation's in-memory state
+//	conv.wmu          serialises a conversation's writers, across their I/O
+//	conv.mu           a conversation's in-memory state against its readers:
+//	                  a writer holds it (with wmu) only to change the state
+//	                  once its I/O is done, so a reader never waits for an
+//	                  fsync (state.go)
 //	masterLog.mu      a log's file handle (held for one read or append)
 //	bbolt transaction db.Update / db.View
 //
@@ -118,6 +122,7 @@ type Store struct {
 	items    *catalogue
 	itemVecs itemVectors
 	reqs     sync.Map
+	reqw     *requestWriter // nil before Open's end and after Close
 }
 
 // holder identifies the process that holds a data directory.
@@ -310,6 +315,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return fail(err)
 	}
 	s.startReconciler()
+	s.startRequestWriter()
 	s.startTTL()
 	if opts.Embedder != nil {
 		ectx, cancel := context.WithCancel(context.Background())
@@ -476,6 +482,7 @@ func (s *Store) Close() error {
 	s.lru.Init()
 	s.mu.Unlock()
 	s.closeWatchers() // no operation is left to publish a change
+	s.stopRequestWriter()
 
 	var errs []error
 	var convs []*conv

@@ -437,8 +437,8 @@ func (s *Store) extendConversation(ctx context.Context, bc BundleConversation) (
 	}
 	c.compactMu.Lock()
 	defer c.compactMu.Unlock()
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	stored, err := s.convRecords(c)
 	if err != nil {
 		return 0, 0, err

@@ -241,8 +241,8 @@ func (s *Store) summariseTurnsLocked(ctx context.Context, c *conv, seqs []int, p
 	if len(recs) == 0 {
 		return 0, nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	// Keep only summaries whose turn is still the one summarised.
 	kept := recs[:0]
 	for _, r := range recs {
@@ -351,8 +351,8 @@ func (s *Store) ClearTurnSummaries(ctx context.Context, conversationID string) (
 func (s *Store) clearTurnSums(c *conv) (int, error) {
 	c.compactMu.Lock()
 	defer c.compactMu.Unlock()
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	n := len(c.turnSums)
 	if n == 0 {
 		return 0, nil

@@ -44,6 +44,10 @@ func TestBenchScaleThroughProtocol(t *testing.T) {
 	if row.BM25PackedMCP.N != 8 || row.BM25PackedMCPBytes <= row.BM25MCPBytes || row.RecallOverBM25PackedMCP <= 0 {
 		t.Errorf("packed BM25 over MCP: %d timings, %v bytes (top 10: %v), ratio %v", row.BM25PackedMCP.N, row.BM25PackedMCPBytes, row.BM25MCPBytes, row.RecallOverBM25PackedMCP)
 	}
+	// Recall on the real store while a second caller writes to it.
+	if row.RecallQuiet.N != 8 || row.RecallWhileWriting.N != 8 || row.Writes.Turns < 2 {
+		t.Errorf("recall alone %d and while writing %d timings, writes %+v; want 8, 8, some turns", row.RecallQuiet.N, row.RecallWhileWriting.N, row.Writes)
+	}
 	if row.BM25Packed.N == 0 || row.RecallOverBM25Packed <= 0 {
 		t.Errorf("packed BM25 in process: %+v, ratio %v", row.BM25Packed, row.RecallOverBM25Packed)
 	}

@@ -131,6 +131,14 @@ type ScaleRow struct {
 	RecallOverBM25PackedMCP float64 `json:"recall_over_bm25_packed_mcp_p50"`
 	BM25PackedMCPBytes      float64 `json:"bm25_packed_mcp_answer_bytes"`
 	ProtocolError           string  `json:"protocol_error,omitempty"`
+	// On the store ingested two per call: the same recalls alone
+	// (RecallQuiet) and again while another caller ingests new turns into
+	// the same conversation, two per call (RecallWhileWriting; Writes is
+	// that writer's rate meanwhile). A recall that waited for a writer's
+	// fsync shows in the second.
+	RecallQuiet        Latency    `json:"recall_quiet"`
+	RecallWhileWriting Latency    `json:"recall_while_writing"`
+	Writes             IngestRate `json:"writes_during_recall"`
 }
 
 // Growth compares two consecutive sizes: each ratio is larger/smaller, and
@@ -198,7 +206,7 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, n int) (ScaleRow, error) {
 	syn := Generate(n, cfg.Seed)
 	resetPeakRSS()
 	runtime.GC()
-	bar := newProgressBar(cfg.Progress, n+min(n, cfg.SmallBatchTurns)+2*cfg.Queries)
+	bar := newProgressBar(cfg.Progress, n+min(n, cfg.SmallBatchTurns)+4*cfg.Queries)
 
 	dir, err := os.MkdirTemp(cfg.TempDir, "vc-scale-")
 	if err != nil {
@@ -318,6 +326,11 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, n int) (ScaleRow, error) {
 		return row, err
 	}
 	row.Ingest = append(row.Ingest, rate)
+	bar.label(fmt.Sprintf("%d turns: recall while another caller writes", small))
+	if err := recallWhileWriting(ctx, &row, eng, recallQ, cfg, bar); err != nil {
+		bar.done()
+		return row, errors.Join(err, eng.Close())
+	}
 	if err := eng.Close(); err != nil {
 		bar.done()
 		return row, fmt.Errorf("close: %w", err)
@@ -526,6 +539,59 @@ func ingestSynthetic(ctx context.Context, open OpenFunc, dir string, syn *Synthe
 		rate.TurnsPerSec = float64(n) / rate.Seconds
 	}
 	return eng, rate, nil
+}
+
+// recallWhileWriting times the recall queries on eng alone, then again
+// while a second goroutine ingests new turns (another synthetic
+// conversation's, two per call) into the same conversation.
+func recallWhileWriting(ctx context.Context, row *ScaleRow, eng Engine, queries []string, cfg ScaleConfig, bar *progressBar) error {
+	timeRecalls := func() (Latency, error) {
+		ms := make([]float64, 0, len(queries))
+		for _, q := range queries {
+			start := time.Now()
+			if _, err := eng.Recall(ctx, memory.RecallRequest{Message: q, MaxTokens: cfg.RecallBudget}); err != nil {
+				return Latency{}, fmt.Errorf("recall: %w", err)
+			}
+			ms = append(ms, msSince(start))
+			bar.add(1)
+		}
+		return latencyOf(ms), nil
+	}
+	var err error
+	if row.RecallQuiet, err = timeRecalls(); err != nil {
+		return err
+	}
+	more := Generate(max(4000, 40*len(queries)), cfg.Seed+1)
+	stop, done, writing := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var werr error
+	wrote, start := 0, time.Now()
+	go func() {
+		defer close(done)
+		for from := 0; from+2 <= len(more.Turns); from += 2 {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := eng.Ingest(ctx, memory.IngestRequest{Messages: more.Messages(from, from+2)}); err != nil {
+				werr = fmt.Errorf("ingest while recalling: %w", err)
+				if wrote == 0 {
+					close(writing)
+				}
+				return
+			}
+			if wrote += 2; wrote == 2 {
+				close(writing) // the recalls start once the writer is going
+			}
+		}
+	}()
+	<-writing
+	row.RecallWhileWriting, err = timeRecalls()
+	close(stop)
+	<-done
+	secs := time.Since(start).Seconds()
+	row.Writes = IngestRate{Batch: 2, Turns: wrote, Seconds: secs, TurnsPerSec: float64(wrote) / secs}
+	return errors.Join(err, werr)
 }
 
 func dirBytes(dir string) (int64, error) {
@@ -738,6 +804,19 @@ func (r *ScaleReport) WriteMarkdown(w io.Writer) error {
 				row.Turns, row.RecallMCP.P50, row.RecallMCP.P95, row.RecallMCP.P99, row.BM25MCP.P50, row.BM25MCP.P95, row.BM25MCP.P99,
 				row.RecallOverBM25MCP, row.BM25PackedMCP.P50, row.BM25PackedMCP.P95, row.BM25PackedMCP.P99, row.RecallOverBM25PackedMCP,
 				row.RecallMCPBytes, row.BM25MCPBytes, row.BM25PackedMCPBytes)
+		}
+	}
+	if slices.ContainsFunc(r.Rows, func(row ScaleRow) bool { return row.RecallWhileWriting.N > 0 }) {
+		b.WriteString("\nRecall while another caller writes (the store ingested two per call; the same queries alone, then while a second caller ingests new turns into the same conversation, two per call):\n\n")
+		b.WriteString("| turns | recall alone p50/p95/p99 ms | recall while writing p50/p95/p99 ms | writes meanwhile turns/s |\n")
+		b.WriteString("|---|---|---|---|\n")
+		for _, row := range r.Rows {
+			if row.RecallWhileWriting.N == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "| %d | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f | %.0f (%d turns) |\n",
+				min(row.Turns, row.Ingest[len(row.Ingest)-1].Turns), row.RecallQuiet.P50, row.RecallQuiet.P95, row.RecallQuiet.P99,
+				row.RecallWhileWriting.P50, row.RecallWhileWriting.P95, row.RecallWhileWriting.P99, row.Writes.TurnsPerSec, row.Writes.Turns)
 		}
 	}
 	if len(r.Growth) > 0 {

@@ -94,6 +94,9 @@ func TestRunScaleWithFakeEngine(t *testing.T) {
 		if row.Needles == 0 || row.NeedlesRecalled != row.Needles {
 			t.Errorf("%d turns: needles %d/%d, want all", row.Turns, row.NeedlesRecalled, row.Needles)
 		}
+		if row.RecallQuiet.N != 20 || row.RecallWhileWriting.N != 20 || row.Writes.Turns < 2 || row.Writes.Batch != 2 {
+			t.Errorf("%d turns: recall alone %d, while writing %d timings, writes %+v; want 20, 20 and some turns two per call", row.Turns, row.RecallQuiet.N, row.RecallWhileWriting.N, row.Writes)
+		}
 		if row.BM25.N != 20 || row.RecallOverBM25 <= 0 {
 			t.Errorf("%d turns: %d BM25 baseline timings, ratio %v; want 20, > 0", row.Turns, row.BM25.N, row.RecallOverBM25)
 		}
@@ -111,7 +114,7 @@ func TestRunScaleWithFakeEngine(t *testing.T) {
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| 200 |", "| 400 |", "200 -> 400", "not measured", "plain BM25 top 10 p50/p99 ms", "BM25 packed to the budget"} {
+	for _, want := range []string{"| 200 |", "| 400 |", "200 -> 400", "not measured", "plain BM25 top 10 p50/p99 ms", "BM25 packed to the budget", "recall while writing p50/p95/p99 ms"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}
