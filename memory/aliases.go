@@ -72,6 +72,8 @@ func (s *Store) AddAlias(ctx context.Context, conversationID, alias, tag string)
 	if err := s.db.Update(func(tx *bolt.Tx) error { return putMeta(tx, meta) }); err != nil {
 		return nil, fmt.Errorf("save aliases of %s: %w", c.id, err)
 	}
+	c.mu.Lock()
 	c.meta = meta
+	c.mu.Unlock()
 	return maps.Clone(aliases), nil
 }

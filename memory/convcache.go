@@ -207,6 +207,8 @@ func (s *Store) loadEntry(o *op, id string, load func() (*conv, error)) (*conv, 
 	if err != nil {
 		delete(s.convs, id)
 		s.lru.Remove(e.elem)
+	} else {
+		s.queueWarm(c)
 	}
 	close(e.ready)
 	victims := s.evictable()

@@ -1,6 +1,9 @@
 package memory
 
-import "sync/atomic"
+import (
+	"context"
+	"sync/atomic"
+)
 
 // Each turn's line in an assembly (turnPrefix, its content on one line, a
 // newline) is counted exactly once per process and remembered: at ingest,
@@ -39,4 +42,94 @@ func (c *conv) cacheLine(t *turnMeta, n int) {
 // turnLine is a turn's line as an assembly renders it, with its newline.
 func turnLine(t *turnMeta, content string) string {
 	return turnPrefix(t) + oneLine(content) + "\n"
+}
+
+// The line warmer counts, in the background, the lines of a loaded
+// conversation's turns that have no remembered count: a store opened on
+// turns written by another process (a restart, the shared server taking a
+// data directory over) would otherwise count them in its first recalls.
+// One goroutine per store works through the conversations it is sent, a
+// chunk of turns at a time under the read lock, and stops at Close or when
+// a conversation is unloaded.
+type lineWarmer struct {
+	work chan *conv
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// warmChunk is how many turns the warmer counts under one read lock.
+const warmChunk = 256
+
+func (s *Store) startLineWarmer() {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &lineWarmer{work: make(chan *conv, 64), stop: cancel, done: make(chan struct{})}
+	s.warm = w
+	// The conversations Open loaded already.
+	s.mu.Lock()
+	for _, e := range s.convs {
+		select {
+		case <-e.ready:
+			if e.c != nil {
+				s.queueWarm(e.c)
+			}
+		default:
+		}
+	}
+	s.mu.Unlock()
+	go func() {
+		defer close(w.done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case c := <-w.work:
+				s.warmLines(ctx, c)
+			}
+		}
+	}()
+}
+
+func (s *Store) stopLineWarmer() {
+	if s.warm != nil {
+		s.warm.stop()
+		<-s.warm.done
+	}
+}
+
+// queueWarm sends a newly loaded conversation to the warmer, unless it is
+// busy with many.
+func (s *Store) queueWarm(c *conv) {
+	if s.warm == nil {
+		return
+	}
+	select {
+	case s.warm.work <- c:
+	default:
+	}
+}
+
+// warmLines counts c's turns' lines that have no remembered count.
+func (s *Store) warmLines(ctx context.Context, c *conv) {
+	for from := 1; ctx.Err() == nil; from += warmChunk {
+		c.mu.RLock()
+		if from > len(c.turns) || !c.log.isOpen() {
+			c.mu.RUnlock()
+			return
+		}
+		for seq := from; seq < min(len(c.turns)+1, from+warmChunk); seq++ {
+			t := &c.turns[seq-1]
+			if t.Empty {
+				continue
+			}
+			if _, ok := c.cachedLine(t); ok {
+				continue
+			}
+			content, err := c.log.readContent(t.Start, t.End)
+			if err != nil {
+				continue // damaged: a recall reports it if it needs the turn
+			}
+			c.cacheLine(t, s.tok.Count(turnLine(t, content)))
+		}
+		c.mu.RUnlock()
+	}
 }

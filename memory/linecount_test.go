@@ -109,3 +109,54 @@ func TestLineCountCache(t *testing.T) {
 		t.Fatal("the first recall found nothing")
 	}
 }
+
+// TestLineWarmerCountsLoadedTurns: a store opened on turns an earlier
+// process wrote counts every turn's line in the background (more than one
+// chunk of them), each count exact, before any recall asks.
+func TestLineWarmerCountsLoadedTurns(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	ingest(t, s, "c", chat(warmChunk+100, t0))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	c, err := s.conversation(ctx, "c", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		missing := 0
+		c.mu.RLock()
+		for i := range c.turns {
+			tm := &c.turns[i]
+			if tm.Empty {
+				continue
+			}
+			n, ok := c.cachedLine(tm)
+			if !ok {
+				missing++
+				continue
+			}
+			content, err := c.log.readContent(tm.Start, tm.End)
+			if err != nil {
+				c.mu.RUnlock()
+				t.Fatal(err)
+			}
+			if want := s.tok.Count(turnLine(tm, content)); n != want {
+				c.mu.RUnlock()
+				t.Fatalf("turn %d: warmed count %d, the tokenizer says %d", tm.Seq, n, want)
+			}
+		}
+		c.mu.RUnlock()
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d turns still have no line count", missing, len(c.turns))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

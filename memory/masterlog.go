@@ -345,6 +345,14 @@ type masterLog struct {
 	f    *os.File     // opened for reading and writing; nil once released
 }
 
+// isOpen reports whether the log holds its file open (its conversation is
+// loaded).
+func (l *masterLog) isOpen() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.f != nil
+}
+
 // file returns the open log file, or, once the log was released (its
 // conversation unloaded), the file opened for this one use. Call done after.
 func (l *masterLog) file() (f *os.File, done func(), err error) {

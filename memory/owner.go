@@ -61,8 +61,8 @@ func (s *Store) claimOwner(ctx context.Context, c *conv) error {
 	if caller == "" {
 		return nil
 	}
-	c.lock()
-	defer c.unlock()
+	c.wmu.Lock() // the state changes under mu too, after the commit
+	defer c.wmu.Unlock()
 	if c.meta.Owner != "" || len(c.turns) > 0 {
 		if c.meta.Owner != "" && c.meta.Owner != caller {
 			return fmt.Errorf("%w: %w: conversation %q belongs to another owner; use another conversation_id", ErrForbidden, ErrInvalid, c.id)
@@ -78,7 +78,9 @@ func (s *Store) claimOwner(ctx context.Context, c *conv) error {
 	if err := s.db.Update(func(tx *bolt.Tx) error { return putMeta(tx, meta) }); err != nil {
 		return s.storageError(fmt.Errorf("save the owner of %s: %w", c.id, err), "nothing was stored")
 	}
+	c.mu.Lock()
 	c.meta = meta
+	c.mu.Unlock()
 	return nil
 }
 

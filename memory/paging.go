@@ -305,7 +305,8 @@ func (c *conv) workingList() []WorkingEntry {
 
 // saveWorking makes working the conversation's working set: recorded in
 // the decisions log, committed to bbolt, then in memory, so that a failure
-// leaves the previous set everywhere. c.mu is held for writing.
+// leaves the previous set everywhere. c's writer lock is held; mu is taken
+// for the change in memory.
 func (s *Store) saveWorking(c *conv, working map[string]WorkingEntry) error {
 	list := make([]WorkingEntry, 0, len(working))
 	for _, w := range working {
@@ -331,7 +332,9 @@ func (s *Store) saveWorking(c *conv, working map[string]WorkingEntry) error {
 	if err != nil {
 		return fmt.Errorf("save working set of %s: %w", c.id, err)
 	}
+	c.mu.Lock()
 	c.meta, c.working = meta, working
+	c.mu.Unlock()
 	return nil
 }
 
@@ -352,20 +355,21 @@ func putWorking(b *bolt.Bucket, working map[string]WorkingEntry) error {
 	return nil
 }
 
-// lockTopic loads a conversation, takes its write lock and resolves a tag
-// name in it. The caller must call unlock.
+// lockTopic loads a conversation, takes its writer lock and resolves a tag
+// name in it. The caller must call unlock, and takes c.mu as well to change
+// the state (saveWorking does).
 func (s *Store) lockTopic(ctx context.Context, convID, name string) (c *conv, tag string, unlock func(), err error) {
 	c, err = s.conversation(ctx, convID, false)
 	if err != nil {
 		return nil, "", nil, err
 	}
-	c.lock()
+	c.wmu.Lock()
 	tag, err = c.findTag(name)
 	if err != nil {
-		c.unlock()
+		c.wmu.Unlock()
 		return nil, "", nil, err
 	}
-	return c, tag, c.unlock, nil
+	return c, tag, c.wmu.Unlock, nil
 }
 
 // pagedIn reports whether a turn belongs to a topic the model expanded

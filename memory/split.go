@@ -56,8 +56,10 @@ func (s *Store) maybeSplit(ctx context.Context, c *conv) (bool, error) {
 		return true, fmt.Errorf("split tag %q of %s: %w", req.Tag, c.id, err)
 	}
 
-	c.lock()
-	defer c.unlock()
+	// The decision and the commit under the writer lock alone; the state
+	// changes under mu too.
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	meta := c.meta
 	meta.SplitChecked = maps.Clone(meta.SplitChecked)
 	if meta.SplitChecked == nil {
@@ -117,6 +119,7 @@ func (s *Store) maybeSplit(ctx context.Context, c *conv) (bool, error) {
 	if err != nil {
 		return true, fmt.Errorf("commit split of %q in %s: %w", req.Tag, c.id, err)
 	}
+	c.mu.Lock()
 	c.meta = meta
 	s.notifySplit(c, req.Tag, changed) // before addTags: it names the tags the split adds
 	seqs = seqs[:0]
@@ -124,6 +127,7 @@ func (s *Store) maybeSplit(ctx context.Context, c *conv) (bool, error) {
 		c.addTags(seq, tags)
 		seqs = append(seqs, seq)
 	}
+	c.mu.Unlock()
 	sort.Ints(seqs)
 	if err := s.indexSeqs(ctx, c, seqs); err != nil {
 		s.log.Warn("re-indexing split turns failed; the reconciler retries", "conversation", c.id, "turns", len(seqs), "err", err)

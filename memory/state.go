@@ -164,10 +164,13 @@ type tagSummaryRec struct {
 //     bbolt commit, the index write); holding it is enough to read every
 //     field, since only its holder changes them.
 //   - mu guards the fields against readers. A writer changes a field only
-//     while it holds mu as well (c.lock), and takes mu only for the change
-//     itself once its I/O is done; readers (recall, find_quote, status)
-//     hold mu for reading, so they wait at most for that change, never for
-//     an fsync.
+//     while it holds mu as well; readers (recall, find_quote, status) hold
+//     mu for reading. The frequent writers (ingest, compaction, tag splits,
+//     vectors, the index catch-up, expand_topic and collapse_topic, aliases,
+//     an owner's claim) take mu only for the change itself once their I/O
+//     is done, so readers wait at most for that change, never for their
+//     fsync. The rare ones (forget, redact, import, summary regeneration,
+//     context-item changes) hold both across their I/O (c.lock).
 //
 // compactMu serialises compactions so that the slow part (summarising) runs
 // without either held. The order is compactMu, wmu, mu (store.go).

@@ -10,9 +10,9 @@ package memory
 //	                  summary regeneration
 //	conv.wmu          serialises a conversation's writers, across their I/O
 //	conv.mu           a conversation's in-memory state against its readers:
-//	                  a writer holds it (with wmu) only to change the state
-//	                  once its I/O is done, so a reader never waits for an
-//	                  fsync (state.go)
+//	                  the frequent writers hold it (with wmu) only to change
+//	                  the state once their I/O is done, so a recall does not
+//	                  wait for their fsync (state.go)
 //	masterLog.mu      a log's file handle (held for one read or append)
 //	bbolt transaction db.Update / db.View
 //
@@ -123,6 +123,7 @@ type Store struct {
 	itemVecs itemVectors
 	reqs     sync.Map
 	reqw     *requestWriter // nil before Open's end and after Close
+	warm     *lineWarmer    // nil before Open's end
 }
 
 // holder identifies the process that holds a data directory.
@@ -316,6 +317,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	s.startReconciler()
 	s.startRequestWriter()
+	s.startLineWarmer()
 	s.startTTL()
 	if opts.Embedder != nil {
 		ectx, cancel := context.WithCancel(context.Background())
@@ -469,6 +471,7 @@ func (s *Store) Close() error {
 		<-s.embedDone
 	}
 	s.stopReconciler()
+	s.stopLineWarmer()
 	if s.stopTTL != nil {
 		s.stopTTL()
 		<-s.ttlDone
