@@ -15,7 +15,8 @@ import (
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
 )
 
-// Ingest, recall, expand, find_quote and forced compaction run together
+// Ingest, recall, expand, collapse, aliases, find_quote, status, the
+// request history and forced compaction run together
 // while Close is called: Close waits for them and nothing hangs (the test
 // binary's -timeout is the hang detector; the deadline below only turns a
 // hang into a readable failure). Before the lock order was fixed, four
@@ -86,6 +87,21 @@ func TestCloseUnderLoad(t *testing.T) {
 			})
 			worker("find_quote", func(int) error {
 				_, err := s.FindQuote(ctx, FindQuoteRequest{ConversationID: "c", Query: "Kyoto ryokan"})
+				return err
+			})
+			worker("collapse", func(int) error {
+				_, err := s.Collapse(ctx, CollapseRequest{ConversationID: "c", Tag: tag, Depth: DepthSummary})
+				return err
+			})
+			worker("alias", func(i int) error {
+				_, err := s.AddAlias(ctx, "c", fmt.Sprintf("other name %d", i), tag)
+				return err
+			})
+			worker("status and history", func(int) error {
+				if _, err := s.Status(ctx, "c"); err != nil {
+					return err
+				}
+				_, err := s.Requests(ctx, "c")
 				return err
 			})
 			worker("recall all", func(int) error {

@@ -166,8 +166,8 @@ type tagSummaryRec struct {
 //   - mu guards the fields against readers. A writer changes a field only
 //     while it holds mu as well; readers (recall, find_quote, status) hold
 //     mu for reading. The frequent writers (ingest, compaction, tag splits,
-//     vectors, the index catch-up, expand_topic and collapse_topic, aliases,
-//     an owner's claim) take mu only for the change itself once their I/O
+//     vectors, per-message summaries, the index catch-up, expand_topic and
+//     collapse_topic, aliases, an owner's claim) take mu only for the change itself once their I/O
 //     is done, so readers wait at most for that change, never for their
 //     fsync. The rare ones (forget, redact, import, summary regeneration,
 //     context-item changes) hold both across their I/O (c.lock).

@@ -241,8 +241,10 @@ func (s *Store) summariseTurnsLocked(ctx context.Context, c *conv, seqs []int, p
 	if len(recs) == 0 {
 		return 0, nil
 	}
-	c.lock()
-	defer c.unlock()
+	// Committed under the writer lock alone (recalls go on); put in place
+	// under mu too.
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	// Keep only summaries whose turn is still the one summarised.
 	kept := recs[:0]
 	for _, r := range recs {
@@ -274,6 +276,8 @@ func (s *Store) summariseTurnsLocked(ctx context.Context, c *conv, seqs []int, p
 	if err != nil {
 		return 0, fmt.Errorf("commit turn summaries of %s: %w", c.id, err)
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.meta = meta
 	for i := range kept {
 		r := kept[i]
