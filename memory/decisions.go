@@ -425,8 +425,8 @@ func (s *Store) readDecisions(id string, from int64) ([]decision, []int64, int64
 
 // recordDecision appends d to the conversation's decisions log, opening it
 // on first use, and returns the offset after it for convMeta.DecisionsSize.
-// Every decision but tags is fsync'd before this returns. c.mu is held for
-// writing, which orders the records.
+// Every decision but tags is fsync'd before this returns. c's writer lock
+// is held, which orders the records.
 func (s *Store) recordDecision(c *conv, d decision) (int64, error) {
 	if c.dlog == nil {
 		l, err := openDecisionLog(s.decisionsPath(c.id))
@@ -549,7 +549,7 @@ func (s *Store) tagsForReplay(ctx context.Context, c *conv, recs []logRecord) ([
 
 // recordTurnTags appends the tags decision for metas[i], i in which (all
 // of metas when which is nil). It returns the log's end, or 0 when there
-// was nothing to record. c.mu is held for writing.
+// was nothing to record. c's writer lock is held.
 func (s *Store) recordTurnTags(c *conv, metas []turnMeta, which []int) (int64, error) {
 	if which == nil {
 		which = make([]int, len(metas))

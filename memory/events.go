@@ -196,7 +196,7 @@ func union(a, b []string) []string {
 }
 
 // notifyStored publishes the turns first..last of c just committed by an
-// ingest. c.mu is held.
+// ingest. c's writer lock (or c.mu) is held.
 func (s *Store) notifyStored(c *conv, first int) {
 	ch := Change{Kind: ChangeStored, ConversationID: c.id, NewConversation: first == 1}
 	inBatch := map[string]int{}

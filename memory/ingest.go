@@ -285,7 +285,7 @@ type tagSnapshot struct {
 	gate     bool
 }
 
-// tagSnapshot copies the tagging context. c.mu is held.
+// tagSnapshot copies the tagging context. c.mu (or c's writer lock) is held.
 func (s *Store) tagSnapshot(c *conv, batch int) tagSnapshot {
 	snap := tagSnapshot{vocab: make(map[string]int, len(c.vocab)+8), aliases: c.meta.Aliases, prevTags: c.lastTags(len(c.turns))}
 	for k, v := range c.vocab {
