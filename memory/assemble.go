@@ -190,33 +190,34 @@ func (s *Store) assemble(convs []*conv, ranked rankedList, matched []string, q t
 // seedLines puts the remembered counts of the picks' lines in lines (the
 // chunk counts an assembly's exact count uses; see linecount.go).
 func seedLines(lines map[string]int, rules, picks []pick) {
-	for _, ps := range [2][]pick{rules, picks} {
-		for i := range ps {
-			p := &ps[i]
-			if t := p.c.turn(p.seq); t != nil && p.ref == nil {
-				if n, ok := p.c.cachedLine(t); ok {
-					lines[p.text+"\n"] = n
-				}
-			}
+	eachTurnLine(rules, picks, func(p *pick, t *turnMeta) {
+		if n, ok := p.c.cachedLine(t); ok {
+			lines[p.text+"\n"] = n
 		}
-	}
+	})
 }
 
 // learnLines remembers the counts of the picks' lines the assembly's count
 // made (a line is a chunk of its own when what follows it starts a line).
 func learnLines(lines map[string]int, rules, picks []pick) {
+	eachTurnLine(rules, picks, func(p *pick, t *turnMeta) {
+		if _, ok := p.c.cachedLine(t); ok {
+			return
+		}
+		if n, ok := lines[p.text+"\n"]; ok {
+			p.c.cacheLine(t, n)
+		}
+	})
+}
+
+// eachTurnLine calls fn for each pick that is a turn's whole line (not a
+// cut one, which carries a reference).
+func eachTurnLine(rules, picks []pick, fn func(*pick, *turnMeta)) {
 	for _, ps := range [2][]pick{rules, picks} {
 		for i := range ps {
 			p := &ps[i]
-			t := p.c.turn(p.seq)
-			if t == nil || p.ref != nil {
-				continue
-			}
-			if _, ok := p.c.cachedLine(t); ok {
-				continue
-			}
-			if n, ok := lines[p.text+"\n"]; ok {
-				p.c.cacheLine(t, n)
+			if t := p.c.turn(p.seq); t != nil && p.ref == nil {
+				fn(p, t)
 			}
 		}
 	}

@@ -877,17 +877,12 @@ func (s *Store) scrubRequests(id string, gone, forgot map[string]bool) error {
 	if len(gone) == 0 && len(forgot) == 0 {
 		return nil
 	}
-	l := s.requestLog(id)
-	l.mu.Lock()
+	l, err := s.history(id)
+	if err != nil {
+		return err
+	}
 	defer l.mu.Unlock()
-	path := s.requestsPath(id)
-	if err := l.open(path); err != nil {
-		return err
-	}
-	if err := l.flush(); err != nil {
-		return err
-	}
-	f, err := loadRequests(path, true)
+	f, err := loadRequests(l.path, true)
 	if err != nil || len(f.recs) == 0 {
 		return err
 	}
@@ -928,7 +923,7 @@ func (s *Store) scrubRequests(id string, gone, forgot map[string]bool) error {
 		}
 		m.Included = inc
 	}
-	return l.rewrite(path, recs)
+	return l.rewrite(recs)
 }
 
 // goneTopics returns the topics of c that only forgotten turns carry (a

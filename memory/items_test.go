@@ -281,11 +281,11 @@ func TestRequestHistoryTrimAfterOutsideChange(t *testing.T) {
 	s := openTest(t, Options{})
 	path := s.requestsPath("c")
 	appendN(t, s, "c", RequestRetention+20)
-	other := &requestLog{}
-	if err := other.open(path); err != nil {
+	other := &requestLog{path: path}
+	if err := other.open(); err != nil {
 		t.Fatal(err)
 	}
-	if err := other.trim(path, 7); err != nil {
+	if err := other.trim(7); err != nil {
 		t.Fatal(err)
 	}
 	appendN(t, s, "c", 2*RequestRetention)

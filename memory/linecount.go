@@ -60,22 +60,12 @@ type lineWarmer struct {
 // warmChunk is how many turns the warmer counts under one read lock.
 const warmChunk = 256
 
+// startLineWarmer starts the warmer before Open recovers conversations,
+// so those it loads are warmed too.
 func (s *Store) startLineWarmer() {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &lineWarmer{work: make(chan *conv, 64), stop: cancel, done: make(chan struct{})}
 	s.warm = w
-	// The conversations Open loaded already.
-	s.mu.Lock()
-	for _, e := range s.convs {
-		select {
-		case <-e.ready:
-			if e.c != nil {
-				s.queueWarm(e.c)
-			}
-		default:
-		}
-	}
-	s.mu.Unlock()
 	go func() {
 		defer close(w.done)
 		for {

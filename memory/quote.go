@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -57,7 +58,9 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 		defer c.mu.RUnlock()
 	}
 	iq := index.Query{Text: query, Conversations: ids, Kinds: []string{"turn"}, Speaker: req.Speaker,
-		IDs: turnsInRange(convs, req.Since, req.Until), Limit: n, Highlight: true, DocText: turnText(byID)}
+		IDs: turnsInRange(convs, req.Since, req.Until), Limit: n, Highlight: true}
+	texts := &quoteTexts{byID: byID, read: map[string]string{}}
+	iq.DocText = texts.text
 	// A multi-word query is also tried as a phrase: exact quotes rank first.
 	if words := strings.Fields(strings.Trim(query, `"'“”`)); len(words) > 1 && len(words) <= 12 {
 		iq.Phrases = []string{strings.Join(words, " ")}
@@ -81,8 +84,9 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 			continue
 		}
 		// The index keeps no text: the excerpt is cut from the master log,
-		// the text the turn was indexed with.
-		content, err := c.log.readContent(t.Start, t.End)
+		// the text the turn was indexed with (read once: the index's
+		// highlighting read it already).
+		content, err := texts.content(h.ID, c, t)
 		if errors.Is(err, errDamaged) {
 			s.log.Warn("master log: damaged record left out of find_quote", "conversation", c.id, "turn", turnID(t.Seq), "err", err)
 			continue
@@ -111,26 +115,45 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 	return res, nil
 }
 
-// turnText gives the index a turn's text from its master log record (the
-// index keeps none; phrases and highlighting read it). The conversations'
-// read locks are held.
-func turnText(byID map[string]*conv) index.DocText {
-	return func(id string) (string, bool) {
-		conv, seq, ok := parseTurnDocID(id)
-		c := byID[conv]
-		if !ok || c == nil {
-			return "", false
-		}
-		t := c.turn(seq)
-		if t == nil {
-			return "", false
-		}
-		rec, err := c.log.read(t.Start, t.End)
-		if err != nil {
-			return "", false
-		}
-		return rec.Content, true
+// quoteTexts gives the index a turn's text from its master log record (the
+// index keeps none; phrases and highlighting read it) and keeps what it
+// read for the excerpts. The conversations' read locks are held.
+type quoteTexts struct {
+	byID map[string]*conv
+	mu   sync.Mutex
+	read map[string]string // document id -> content
+}
+
+func (x *quoteTexts) text(id string) (string, bool) {
+	conv, seq, ok := parseTurnDocID(id)
+	c := x.byID[conv]
+	if !ok || c == nil {
+		return "", false
 	}
+	t := c.turn(seq)
+	if t == nil {
+		return "", false
+	}
+	content, err := x.content(id, c, t)
+	return content, err == nil
+}
+
+// content returns turn t's content (document id), read from c's log once.
+func (x *quoteTexts) content(id string, c *conv, t *turnMeta) (string, error) {
+	x.mu.Lock()
+	content, ok := x.read[id]
+	x.mu.Unlock()
+	if ok {
+		return content, nil
+	}
+	content, err := c.log.readContent(t.Start, t.End)
+	if err != nil {
+		return "", err
+	}
+	x.mu.Lock()
+	x.read[id] = content
+	x.mu.Unlock()
+	return content, nil
 }
 
 // turnsInRange names the index documents of the turns of convs said

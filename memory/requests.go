@@ -86,36 +86,40 @@ func (s *Store) stopRequestWriter() {
 	}
 }
 
-// flushRequests writes every history's queued records.
-func (s *Store) flushRequests() error {
-	var errs []error
-	s.reqs.Range(func(_, v any) bool {
-		l := v.(*requestLog)
-		l.mu.Lock()
-		errs = append(errs, l.flush())
-		l.mu.Unlock()
-		return true
-	})
-	return errors.Join(errs...)
-}
-
 func (s *Store) requestsPath(id string) string {
 	return filepath.Join(s.opts.Dir, requestsDir, fileName(id)+".jsonl.gz")
 }
 
 func (s *Store) requestLog(id string) *requestLog {
-	v, _ := s.reqs.LoadOrStore(id, &requestLog{})
+	if v, ok := s.reqs.Load(id); ok { // a recall's path: no allocation
+		return v.(*requestLog)
+	}
+	v, _ := s.reqs.LoadOrStore(id, &requestLog{path: s.requestsPath(id)})
 	return v.(*requestLog)
 }
 
-// open readies the history at path for this process, once: a plain
-// history of an earlier version is moved in, a member cut short at the end
-// (a write that did not finish) is cut off, and the next sequence number
-// and the record count are read. l.mu is held.
-func (l *requestLog) open(path string) error {
+// history locks id's request history, readies it and writes what is
+// queued, for a caller that reads or rewrites the file; it unlocks l.mu
+// after.
+func (s *Store) history(id string) (*requestLog, error) {
+	l := s.requestLog(id)
+	l.mu.Lock()
+	if err := errors.Join(l.open(), l.flush()); err != nil {
+		l.mu.Unlock()
+		return nil, err
+	}
+	return l, nil
+}
+
+// open readies the history for this process, once: a plain history of an
+// earlier version is moved in, a member cut short at the end (a write that
+// did not finish) is cut off, and the next sequence number and the record
+// count are read. l.mu is held.
+func (l *requestLog) open() error {
 	if l.loaded {
 		return nil
 	}
+	path := l.path
 	legacy := path[:len(path)-len(".gz")]
 	old, err := readPlainRequests(legacy)
 	if err != nil {
@@ -131,7 +135,7 @@ func (l *requestLog) open(path string) error {
 		if len(f.recs) > 0 {
 			old = slices.DeleteFunc(old, func(r RequestRecord) bool { return r.Seq >= f.recs[0].Seq })
 		}
-		if err := l.rewrite(path, append(old, f.recs...)); err != nil {
+		if err := l.rewrite(append(old, f.recs...)); err != nil {
 			return err
 		}
 		if err := os.Remove(legacy); err != nil {
@@ -145,7 +149,7 @@ func (l *requestLog) open(path string) error {
 			return fmt.Errorf("repair request history: %w", err)
 		}
 	}
-	l.next, l.ends, l.path = 1, f.ends, path
+	l.next, l.ends = 1, f.ends
 	if n := len(f.recs); n > 0 {
 		l.next = f.recs[n-1].Seq + 1
 	}
@@ -159,7 +163,7 @@ func (l *requestLog) open(path string) error {
 func (s *Store) appendRequest(rec *RequestRecord) error {
 	l := s.requestLog(rec.ConversationID)
 	l.mu.Lock()
-	if err := l.open(s.requestsPath(rec.ConversationID)); err != nil {
+	if err := l.open(); err != nil {
 		l.mu.Unlock()
 		return err
 	}
@@ -218,7 +222,7 @@ func (l *requestLog) flush() error {
 		l.ends = append(l.ends, base+e)
 	}
 	if len(l.ends) > RequestRetention+RequestRetention/2 {
-		return l.trim(l.path, RequestRetention)
+		return l.trim(RequestRetention)
 	}
 	return nil
 }
@@ -226,17 +230,12 @@ func (l *requestLog) flush() error {
 // readRequestHistory returns a conversation's request records, oldest
 // first.
 func (s *Store) readRequestHistory(id string) ([]RequestRecord, error) {
-	l := s.requestLog(id)
-	l.mu.Lock()
+	l, err := s.history(id)
+	if err != nil {
+		return nil, err
+	}
 	defer l.mu.Unlock()
-	path := s.requestsPath(id)
-	if err := l.open(path); err != nil {
-		return nil, err
-	}
-	if err := l.flush(); err != nil {
-		return nil, err
-	}
-	f, err := loadRequests(path, true)
+	f, err := loadRequests(l.path, true)
 	return f.recs, err
 }
 
@@ -334,11 +333,12 @@ func (l *requestLog) size() int {
 	return l.ends[len(l.ends)-1]
 }
 
-// trim keeps the newest keep members of the history at path (atomically),
-// copied as they are. The members' ends are the ones this process knows
+// trim keeps the newest keep members of the history (atomically), copied
+// as they are. The members' ends are the ones this process knows
 // when the file is still the size they say; otherwise the file is read
 // again to find them. l.mu is held.
-func (l *requestLog) trim(path string, keep int) error {
+func (l *requestLog) trim(keep int) error {
+	path := l.path
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("read request history: %w", err)
@@ -366,9 +366,9 @@ func (l *requestLog) trim(path string, keep int) error {
 	return nil
 }
 
-// rewrite replaces the history at path with recs (atomically). l.mu is
-// held.
-func (l *requestLog) rewrite(path string, recs []RequestRecord) error {
+// rewrite replaces the history with recs (atomically). l.mu is held.
+func (l *requestLog) rewrite(recs []RequestRecord) error {
+	path := l.path
 	var out []byte
 	ends := make([]int, 0, max(len(recs), RequestRetention*2))
 	for i := range recs {

@@ -5,12 +5,26 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 )
+
+// flushRequests writes every history's queued records.
+func (s *Store) flushRequests() error {
+	var errs []error
+	s.reqs.Range(func(_, v any) bool {
+		l := v.(*requestLog)
+		l.mu.Lock()
+		errs = append(errs, l.flush())
+		l.mu.Unlock()
+		return true
+	})
+	return errors.Join(errs...)
+}
 
 func appendN(t *testing.T, s *Store, conv string, n int) {
 	t.Helper()

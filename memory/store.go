@@ -312,12 +312,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := migrateLogNames(filepath.Join(opts.Dir, logsDir), s.log); err != nil {
 		return fail(err)
 	}
+	s.startLineWarmer()
 	if err := s.recover(ctx); err != nil {
+		s.stopLineWarmer()
 		return fail(err)
 	}
 	s.startReconciler()
 	s.startRequestWriter()
-	s.startLineWarmer()
 	s.startTTL()
 	if opts.Embedder != nil {
 		ectx, cancel := context.WithCancel(context.Background())

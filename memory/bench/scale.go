@@ -223,17 +223,10 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, n int) (ScaleRow, error) {
 
 	recallQ, quoteQ := syn.Queries(cfg.Queries)
 	bar.label(fmt.Sprintf("%d turns: recall", n))
-	var ms []float64
-	for _, q := range recallQ {
-		start := time.Now()
-		if _, err := eng.Recall(ctx, memory.RecallRequest{Message: q, MaxTokens: cfg.RecallBudget}); err != nil {
-			bar.done()
-			return row, errors.Join(fmt.Errorf("recall: %w", err), eng.Close())
-		}
-		ms = append(ms, msSince(start))
-		bar.add(1)
+	if row.Recall, err = timeRecalls(ctx, eng, recallQ, cfg.RecallBudget, bar); err != nil {
+		bar.done()
+		return row, errors.Join(err, eng.Close())
 	}
-	row.Recall = latencyOf(ms)
 	if cfg.RecallProfile != nil && n == cfg.Sizes[len(cfg.Sizes)-1] {
 		if err := profileRecall(ctx, cfg, eng, recallQ); err != nil {
 			bar.done()
@@ -246,7 +239,7 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, n int) (ScaleRow, error) {
 		row.RawTextBytes += int64(len(docs[i]))
 	}
 	base := NewBM25Search(docs)
-	ms = ms[:0]
+	ms := make([]float64, 0, len(recallQ))
 	for _, q := range recallQ {
 		start := time.Now()
 		_ = base.Answer(q, 10)
@@ -541,24 +534,26 @@ func ingestSynthetic(ctx context.Context, open OpenFunc, dir string, syn *Synthe
 	return eng, rate, nil
 }
 
+// timeRecalls times one recall per query, in order.
+func timeRecalls(ctx context.Context, eng Engine, queries []string, budget int, bar *progressBar) (Latency, error) {
+	ms := make([]float64, 0, len(queries))
+	for _, q := range queries {
+		start := time.Now()
+		if _, err := eng.Recall(ctx, memory.RecallRequest{Message: q, MaxTokens: budget}); err != nil {
+			return Latency{}, fmt.Errorf("recall: %w", err)
+		}
+		ms = append(ms, msSince(start))
+		bar.add(1)
+	}
+	return latencyOf(ms), nil
+}
+
 // recallWhileWriting times the recall queries on eng alone, then again
 // while a second goroutine ingests new turns (another synthetic
 // conversation's, two per call) into the same conversation.
 func recallWhileWriting(ctx context.Context, row *ScaleRow, eng Engine, queries []string, cfg ScaleConfig, bar *progressBar) error {
-	timeRecalls := func() (Latency, error) {
-		ms := make([]float64, 0, len(queries))
-		for _, q := range queries {
-			start := time.Now()
-			if _, err := eng.Recall(ctx, memory.RecallRequest{Message: q, MaxTokens: cfg.RecallBudget}); err != nil {
-				return Latency{}, fmt.Errorf("recall: %w", err)
-			}
-			ms = append(ms, msSince(start))
-			bar.add(1)
-		}
-		return latencyOf(ms), nil
-	}
 	var err error
-	if row.RecallQuiet, err = timeRecalls(); err != nil {
+	if row.RecallQuiet, err = timeRecalls(ctx, eng, queries, cfg.RecallBudget, bar); err != nil {
 		return err
 	}
 	more := Generate(max(4000, 40*len(queries)), cfg.Seed+1)
@@ -586,7 +581,7 @@ func recallWhileWriting(ctx context.Context, row *ScaleRow, eng Engine, queries 
 		}
 	}()
 	<-writing
-	row.RecallWhileWriting, err = timeRecalls()
+	row.RecallWhileWriting, err = timeRecalls(ctx, eng, queries, cfg.RecallBudget, bar)
 	close(stop)
 	<-done
 	secs := time.Since(start).Seconds()
