@@ -303,7 +303,7 @@ func (p *packer) pack(ranked rankedList) {
 	room := p.budget - p.used
 	tail := p.tail[:0]
 	for _, cd := range ranked.list[ranked.sorted:] {
-		if cd.c.turn(cd.seq).Tokens+1 <= room {
+		if l, _ := cd.c.liteAt(cd.seq); int(l.tokens)+1 <= room {
 			tail = append(tail, cd)
 		}
 	}
@@ -319,12 +319,12 @@ func (p *packer) packFrom(ranked []candidate, from int) {
 		if p.used >= p.budget-4 {
 			break
 		}
-		t := cd.c.turn(cd.seq)
 		// Most of a long ranking does not fit once the budget is nearly
 		// full: that is decided on the text alone, before anything else.
-		if i >= cutRanks && p.used+t.Tokens+1 > p.budget {
+		if l, _ := cd.c.liteAt(cd.seq); i >= cutRanks && p.used+int(l.tokens)+1 > p.budget {
 			continue
 		}
+		t := cd.c.turn(cd.seq)
 		k := rkey{cd.c, cd.seq}
 		if p.taken[k] {
 			continue
@@ -571,17 +571,29 @@ func (s *Store) prefixTokens(t *turnMeta) int {
 	if who == "" {
 		who = t.Role
 	}
-	n, ok := s.prefixCache.Load(who)
-	if !ok {
-		n = s.tok.Count("] " + who + ": ")
-		s.prefixCache.Store(who, n)
+	var n int
+	switch who {
+	case "user":
+		n = s.rolePrefix[0]
+	case "assistant":
+		n = s.rolePrefix[1]
+	default:
+		v, ok := s.prefixCache.Load(who)
+		if !ok {
+			v = s.tok.Count(speakerPrefix(who))
+			s.prefixCache.Store(who, v)
+		}
+		n = v.(int)
 	}
 	digits := 1
 	for v := t.Seq; v >= 10; v /= 10 {
 		digits++
 	}
-	return n.(int) + 2 + (digits+2)/3 + 1
+	return n + 2 + (digits+2)/3 + 1
 }
+
+// speakerPrefix is the part of a turn line's prefix that names its speaker.
+func speakerPrefix(who string) string { return "] " + who + ": " }
 
 // estimateTokens bounds the cl100k tokens of a short header-like string
 // from above without running the tokenizer: such strings (tags, dates, ids,

@@ -815,7 +815,7 @@ func (s *Store) rebuildConv(ctx context.Context, c *conv, edits map[int]*logReco
 // writing.
 func (c *conv) adopt(n *conv) {
 	c.log, c.dlog, c.replay, c.meta = n.log, n.dlog, nil, n.meta
-	c.turns, c.ids, c.hashes, c.forgotten = n.turns, n.ids, n.hashes, n.forgotten
+	c.turns, c.lite, c.ids, c.hashes, c.forgotten = n.turns, n.lite, n.ids, n.hashes, n.forgotten
 	c.vocab, c.tagSeqs, c.relatedBy = n.vocab, n.tagSeqs, n.relatedBy
 	c.segs, c.tagSums, c.working, c.speakers, c.rules = n.segs, n.tagSums, n.working, n.speakers, n.rules
 	c.turnSums = n.turnSums

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -127,4 +128,70 @@ func ordered(r rankedList) []candidate {
 		slices.SortFunc(r.list[r.sorted:], candCmp)
 	}
 	return r.list
+}
+
+// TestTurnLiteFollowsTurns checks that the compact per-turn array ranking
+// reads (conv.lite) says what the turns say, through ingest (questions,
+// sessions, empty turns), compaction, forget, a reopen and a rebuild.
+func TestTurnLiteFollowsTurns(t *testing.T) {
+	ctx := context.Background()
+	opts := Options{Dir: t.TempDir(), ContextWindow: 1200, ProtectedTurns: 2}
+	s := openTest(t, opts)
+	msgs := forgetFixture(t, s)
+	// A question, a tool call without text (an empty turn) and a new
+	// session a day later.
+	later := t0.Add(24 * time.Hour)
+	ingest(t, s, "c", []Message{
+		msg("user", "Ana", "Did the vet call back about Rex?", later),
+		{Role: "assistant", ToolCalls: json.RawMessage(`[{"id":"1","type":"function","function":{"name":"lookup","arguments":"{}"}}]`), Timestamp: later.Add(time.Minute).Format(time.RFC3339)},
+		msg("assistant", "Bot", "Not yet.", later.Add(2*time.Minute)),
+	})
+	check := func(when string, want int) {
+		t.Helper()
+		c, err := s.conversation(ctx, "c", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		if len(c.turns) != want || len(c.lite) != len(c.turns) {
+			t.Fatalf("%s: %d turns, %d lite entries; want %d of each", when, len(c.turns), len(c.lite), want)
+		}
+		var q, e int
+		sessions := map[int32]bool{}
+		for i := range c.turns {
+			if got, wantL := c.lite[i], liteOf(&c.turns[i]); got != wantL {
+				t.Fatalf("%s: turn %d: lite %+v, want %+v", when, i+1, got, wantL)
+			}
+			if c.lite[i].question() {
+				q++
+			}
+			if c.lite[i].empty() {
+				e++
+			}
+			sessions[c.lite[i].session] = true
+		}
+		if q == 0 || e == 0 || len(sessions) < 2 {
+			t.Fatalf("%s: %d questions, %d empty turns, %d sessions: the fixture no longer covers every field", when, q, e, len(sessions))
+		}
+	}
+	n := len(msgs) + 3
+	check("after ingest", n)
+	if _, err := s.Forget(ctx, ForgetRequest{ConversationID: "c", Query: secretWord}); err != nil {
+		t.Fatal(err)
+	}
+	check("after forget", n)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, opts)
+	check("after reopen", n)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Rebuild(ctx, opts, nil); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, opts)
+	check("after rebuild", n)
 }

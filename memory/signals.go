@@ -179,8 +179,9 @@ func (r *ranker) tags() signal {
 			if len(seqs) > maxTagPostings {
 				seqs = seqs[len(seqs)-maxTagPostings:] // the most recent
 			}
+			w := c.idf(qt.tag) * qt.weight
 			for _, seq := range seqs {
-				score.add(rkey{c, seq}, c.idf(qt.tag)*qt.weight)
+				score.add(rkey{c, seq}, w)
 			}
 		}
 	}
@@ -331,8 +332,8 @@ func (r *ranker) order(ctx context.Context, first []signal) (signal, error) {
 func (r *ranker) recency() signal {
 	var keys []rkey
 	for _, c := range r.convs {
-		for seq := len(c.turns); seq > 0 && seq > len(c.turns)-20; seq-- {
-			if !c.turns[seq-1].Empty {
+		for seq := len(c.lite); seq > 0 && seq > len(c.lite)-20; seq-- {
+			if !c.lite[seq-1].empty() {
 				keys = append(keys, rkey{c, seq})
 			}
 		}
@@ -365,20 +366,22 @@ func (r *ranker) expand(first *board) signal {
 			if len(seqs) > maxTagPostings/4 {
 				continue // a tag on that many turns says nothing about this one
 			}
+			w := k.c.idf(tag)
 			for _, seq := range seqs {
 				if seq != k.seq {
-					score.add(rkey{k.c, seq}, k.c.idf(tag))
+					score.add(rkey{k.c, seq}, w)
 				}
 			}
 		}
 		// The session's opener.
+		sess := int32(t.Session)
 		for seq := k.seq - 1; seq > 0; seq-- {
-			o := k.c.turn(seq)
-			if o.Session != t.Session {
+			o := k.c.lite[seq-1]
+			if o.session != sess {
 				break
 			}
-			if seq == 1 || k.c.turn(seq-1).Session != t.Session {
-				if !o.Empty {
+			if seq == 1 || k.c.lite[seq-2].session != sess {
+				if !o.empty() {
 					score.add(rkey{k.c, seq}, 1)
 				}
 			}
@@ -398,15 +401,15 @@ func (r *ranker) spread(scores *board) {
 	bumps := newBoard(scores.len())
 	for _, k := range scores.keys {
 		v := scores.score(k)
-		t := k.c.turn(k.seq)
+		t, _ := k.c.liteAt(k.seq)
 		for _, d := range [...]int{-2, -1, 1, 2} {
 			n := rkey{k.c, k.seq + d}
-			nt := k.c.turn(n.seq)
-			if nt == nil || nt.Empty || nt.Session != t.Session {
+			nt, ok := k.c.liteAt(n.seq)
+			if !ok || nt.empty() || nt.session != t.session {
 				continue
 			}
 			share := r.w.Neighbor
-			if d == 1 && t.Question {
+			if d == 1 && t.question() {
 				share = r.w.Answer // the reply to a matching question
 			}
 			if d == -2 || d == 2 {
@@ -451,14 +454,15 @@ func (r *ranker) boost(scores *board) (rankedList, []string) {
 	out := newCandidates(scores.len())
 	for _, k := range scores.keys {
 		v := scores.score(k)
-		t := k.c.turn(k.seq)
-		if t.Empty {
+		if l, _ := k.c.liteAt(k.seq); l.empty() {
 			continue
 		}
-		if len(speakers) > 0 && t.Name != "" && speakers[strings.ToLower(t.Name)] {
-			v *= r.w.Speaker
+		if len(speakers) > 0 {
+			if t := k.c.turn(k.seq); t.Name != "" && speakers[strings.ToLower(t.Name)] {
+				v *= r.w.Speaker
+			}
 		}
-		if paging[k.c] && k.c.pagedIn(t) {
+		if paging[k.c] && k.c.pagedIn(k.c.turn(k.seq)) {
 			v *= r.w.Working
 		}
 		out = append(out, candidate{c: k.c, seq: k.seq, score: v})

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/vc-mcp/vc-mcp/index"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -185,6 +186,7 @@ type conv struct {
 	replay    *decisionReplay // pending decisions while replayTail runs
 	meta      convMeta
 	turns     []turnMeta          // turns[seq-1]
+	lite      []turnLite          // lite[seq-1]: what ranking reads of turns[seq-1]
 	lineToks  []uint64            // lineToks[seq-1]: see linecount.go
 	ids       map[string]int      // client message id -> seq
 	hashes    map[string]int      // message hash -> seq
@@ -238,6 +240,7 @@ func newConv(id string) *conv {
 // addTurn folds one turn into the in-memory indexes.
 func (c *conv) addTurn(t turnMeta) {
 	c.turns = append(c.turns, t)
+	c.lite = append(c.lite, liteOf(&t))
 	c.lineToks = append(c.lineToks, 0)
 	if t.Damaged {
 		c.damaged++
@@ -276,6 +279,44 @@ func (c *conv) addTurn(t turnMeta) {
 	if t.Rule && (t.Role == "user" || t.Role == "system") {
 		c.rules = append(c.rules, t.Seq)
 	}
+}
+
+// turnLite is the part of a turn that ranking reads for every candidate
+// and its neighbours: a recall scores thousands of turns spread over the
+// conversation, and reading these from turnMeta (over 200 bytes each)
+// missed the cache on almost every one. None of it changes once the turn
+// is stored (a rewrite rebuilds the conversation).
+type turnLite struct {
+	session int32
+	tokens  int32 // capped at math.MaxInt32
+	flags   uint8
+}
+
+const (
+	liteEmpty uint8 = 1 << iota
+	liteQuestion
+)
+
+func liteOf(t *turnMeta) turnLite {
+	l := turnLite{session: int32(t.Session), tokens: int32(min(t.Tokens, math.MaxInt32))}
+	if t.Empty {
+		l.flags |= liteEmpty
+	}
+	if t.Question {
+		l.flags |= liteQuestion
+	}
+	return l
+}
+
+func (l turnLite) empty() bool    { return l.flags&liteEmpty != 0 }
+func (l turnLite) question() bool { return l.flags&liteQuestion != 0 }
+
+// liteAt returns turn seq's turnLite; ok is false for no such turn.
+func (c *conv) liteAt(seq int) (turnLite, bool) {
+	if seq <= 0 || seq > len(c.lite) {
+		return turnLite{}, false
+	}
+	return c.lite[seq-1], true
 }
 
 func (c *conv) turn(seq int) *turnMeta {

@@ -87,7 +87,10 @@ type Store struct {
 
 	set *settingsBox // settings that change at run time (settings.go)
 
-	prefixCache sync.Map // speaker -> tokens of a turn line's speaker prefix (few speakers)
+	// rolePrefix holds the tokens of a turn line's speaker prefix for the
+	// two roles (most turns); prefixCache the rest, by name (few speakers).
+	rolePrefix  [2]int
+	prefixCache sync.Map
 
 	// mu guards convs, lru, ops and closing (see the lock order above).
 	mu      sync.Mutex
@@ -227,6 +230,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s := &Store{opts: opts, db: db, tok: tok, tagger: opts.Tagger, sum: opts.Summarizer,
 		log: opts.Logger, now: opts.Now, convs: map[string]*convEntry{}, lru: list.New()}
 	s.idle = sync.NewCond(&s.mu)
+	s.rolePrefix = [2]int{tok.Count(speakerPrefix("user")), tok.Count(speakerPrefix("assistant"))}
 	s.items = cat
 	s.itemVecs = itemVectors{dir: filepath.Join(opts.Dir, filepath.FromSlash(itemVectorsDir)), mem: map[string][]float32{}}
 	s.set = newSettingsBox(opts.Dir, opts.settings())
