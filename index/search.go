@@ -91,17 +91,16 @@ func (ix *Index) search(ctx context.Context, q Query, native bool) ([]Hit, error
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	req := bleve.NewSearchRequestOptions(bq, min(limit, MaxLimit), 0, false)
-	req.SortBy([]string{"-_score", "_id"})
-	if q.Highlight && native {
-		req.IncludeLocations = true
-	}
 	stats, err := ix.bm25Stats()
 	if err != nil {
 		return nil, fmt.Errorf("index: search: %w", err)
 	}
-	req.PreSearchData = map[string]any{bsearch.BM25PreSearchDataKey: stats}
-	res, err := ix.bi.SearchInContext(ctx, req)
+	var matches []*bsearch.DocumentMatch
+	if native {
+		matches, err = ix.bleveSorted(ctx, bq, min(limit, MaxLimit), stats, q.Highlight)
+	} else {
+		matches, err = ix.collect(ctx, bq, min(limit, MaxLimit), stats)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("index: search: %w", err)
 	}
@@ -111,8 +110,8 @@ func (ix *Index) search(ctx context.Context, q Query, native bool) ([]Hit, error
 	if q.Highlight && !native {
 		terms, phrases = queryTerms(q)
 	}
-	hits := make([]Hit, 0, len(res.Hits))
-	for _, dm := range res.Hits {
+	hits := make([]Hit, 0, len(matches))
+	for _, dm := range matches {
 		h := Hit{ID: dm.ID, Score: dm.Score}
 		switch {
 		case q.Highlight && native:
@@ -129,6 +128,21 @@ func (ix *Index) search(ctx context.Context, q Query, native bool) ([]Hit, error
 		hits = append(hits, h)
 	}
 	return hits, nil
+}
+
+// bleveSorted runs bq through Bleve's own search, sorted by score and ID
+// (what collect does faster), with the matched terms' locations when
+// locations is set.
+func (ix *Index) bleveSorted(ctx context.Context, bq query.Query, limit int, stats *bsearch.BM25Stats, locations bool) ([]*bsearch.DocumentMatch, error) {
+	req := bleve.NewSearchRequestOptions(bq, limit, 0, false)
+	req.SortBy([]string{"-_score", "_id"})
+	req.IncludeLocations = locations
+	req.PreSearchData = map[string]any{bsearch.BM25PreSearchDataKey: stats}
+	res, err := ix.bi.SearchInContext(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return res.Hits, nil
 }
 
 // hasPhrase reports whether any of ps has a searchable term.
