@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -156,7 +157,7 @@ func (s *Store) assemble(convs []*conv, ranked rankedList, matched []string, q t
 	}
 	a.turnIDs = make([]string, 0, len(picks))
 	a.refs = []TruncationRef{}
-	sort.SliceStable(picks, func(i, j int) bool { return pickLess(picks[i], picks[j]) })
+	slices.SortFunc(picks, pickCmp)
 	for _, p := range picks {
 		a.turnIDs = append(a.turnIDs, itemID(p.c, p.seq, multi))
 		if p.ref != nil {
@@ -385,17 +386,27 @@ func (p *packer) cut(cd *candidate, t *turnMeta, sk sessKey, hcost int) {
 	p.picks = append(p.picks, pick{c: cd.c, seq: cd.seq, text: text, cost: n + 1, mode: includeMode(cd.c, t), ref: &ref})
 }
 
-func pickLess(a, b pick) bool {
-	if a.c.id != b.c.id {
-		return a.c.id < b.c.id
+// pickCmp orders picks by conversation, then in time order. A pick is one
+// turn: no two are equal.
+func pickCmp(a, b pick) int {
+	if a.c != b.c {
+		return strings.Compare(a.c.id, b.c.id)
 	}
-	return a.seq < b.seq
+	return cmp.Compare(a.seq, b.seq)
 }
 
 // render lays the assembly out: turns grouped by session in time order, then
 // summaries (or summaries first for broad queries), then the topic hint.
 func render(header string, rules, picks []pick, sums []summaryPick, hint string, broad, multi bool) string {
 	var b strings.Builder
+	size := len(header) + len(hint) + 128
+	for _, p := range picks {
+		size += len(p.text) + 48 // and perhaps a session header
+	}
+	for _, sp := range sums {
+		size += len(sp.text) + 1
+	}
+	b.Grow(size)
 	b.WriteString(header)
 	if len(rules) > 0 {
 		b.WriteString("## Standing rules (always included)\n")
@@ -418,8 +429,8 @@ func render(header string, rules, picks []pick, sums []summaryPick, hint string,
 		writeSums()
 	}
 	if len(picks) > 0 {
-		ordered := append([]pick(nil), picks...)
-		sort.SliceStable(ordered, func(i, j int) bool { return pickLess(ordered[i], ordered[j]) })
+		ordered := slices.Clone(picks)
+		slices.SortFunc(ordered, pickCmp)
 		b.WriteString("## Past turns (verbatim)\n")
 		last := ""
 		for _, p := range ordered {
