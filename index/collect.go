@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	bsearch "github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -22,7 +23,7 @@ import (
 // documents that can be in the answer: the limit best and those tied with
 // the lowest of them (which the IDs decide). The answer is the same
 // (TestCollectAsBleveSorts).
-func (ix *Index) collect(ctx context.Context, bq query.Query, limit int, stats *bsearch.BM25Stats) ([]*bsearch.DocumentMatch, error) {
+func (ix *Index) collect(ctx context.Context, bq query.Query, limit int, stats *bsearch.BM25Stats) ([]Hit, error) {
 	adv, err := ix.bi.Advanced()
 	if err != nil {
 		return nil, err
@@ -42,8 +43,15 @@ func (ix *Index) collect(ctx context.Context, bq query.Query, limit int, stats *
 		return nil, err
 	}
 	defer s.Close()
-	pool := bsearch.NewDocumentMatchPool(s.DocumentMatchPoolSize()+limit+1, 0)
+	pool := getMatchPool(s.DocumentMatchPoolSize() + limit + 1)
 	sctx := &bsearch.SearchContext{DocumentMatchPool: pool, IndexReader: r}
+	var kept []*bsearch.DocumentMatch // what goes back to the pool at the end
+	defer func() {
+		for _, d := range kept {
+			pool.Put(d)
+		}
+		putMatchPool(pool)
+	}()
 	best := make(scoreHeap, 0, limit)
 	// ties hold documents left out of best whose score equals its lowest.
 	var ties []*bsearch.DocumentMatch
@@ -83,19 +91,54 @@ func (ix *Index) collect(ctx context.Context, bq query.Query, limit int, stats *
 			pool.Put(out)
 		}
 	}
-	hits := append([]*bsearch.DocumentMatch(best), ties...)
-	for _, d := range hits {
-		if d.ID, err = r.ExternalID(d.IndexInternalID); err != nil {
+	kept = append(best, ties...)
+	hits := make([]Hit, len(kept))
+	for i, d := range kept {
+		id, err := r.ExternalID(d.IndexInternalID)
+		if err != nil {
 			return nil, fmt.Errorf("read a hit's id: %w", err)
 		}
+		hits[i] = Hit{ID: id, Score: d.Score}
 	}
-	slices.SortFunc(hits, func(a, b *bsearch.DocumentMatch) int {
+	slices.SortFunc(hits, func(a, b Hit) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
 			return c
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
 	return hits[:min(limit, len(hits))], nil
+}
+
+// matchPools keeps the document pools of finished searches for the next
+// ones: making one was a fifth of what a recall allocates. A plain free
+// list, not a sync.Pool, which every other garbage collection empties (see
+// memory/board.go). A pool keeps the documents given back to it; those a
+// searcher held at its end are not, and the next search makes new ones.
+var matchPools struct {
+	sync.Mutex
+	free []*bsearch.DocumentMatchPool
+}
+
+// maxMatchPools bounds the pools kept (searches at once, in practice).
+const maxMatchPools = 8
+
+func getMatchPool(size int) *bsearch.DocumentMatchPool {
+	matchPools.Lock()
+	defer matchPools.Unlock()
+	if n := len(matchPools.free); n > 0 {
+		p := matchPools.free[n-1]
+		matchPools.free = matchPools.free[:n-1]
+		return p
+	}
+	return bsearch.NewDocumentMatchPool(size, 0)
+}
+
+func putMatchPool(p *bsearch.DocumentMatchPool) {
+	matchPools.Lock()
+	defer matchPools.Unlock()
+	if len(matchPools.free) < maxMatchPools {
+		matchPools.free = append(matchPools.free, p)
+	}
 }
 
 // scoreHeap is a min-heap of documents by score.

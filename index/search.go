@@ -95,37 +95,36 @@ func (ix *Index) search(ctx context.Context, q Query, native bool) ([]Hit, error
 	if err != nil {
 		return nil, fmt.Errorf("index: search: %w", err)
 	}
-	var matches []*bsearch.DocumentMatch
+	var hits []Hit
 	if native {
-		matches, err = ix.bleveSorted(ctx, bq, min(limit, MaxLimit), stats, q.Highlight)
-	} else {
-		matches, err = ix.collect(ctx, bq, min(limit, MaxLimit), stats)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("index: search: %w", err)
-	}
-
-	var terms map[string]bool
-	var phrases [][]string
-	if q.Highlight && !native {
-		terms, phrases = queryTerms(q)
-	}
-	hits := make([]Hit, 0, len(matches))
-	for _, dm := range matches {
-		h := Hit{ID: dm.ID, Score: dm.Score}
-		switch {
-		case q.Highlight && native:
-			for _, locs := range dm.Locations[fieldText] {
-				for _, l := range locs {
-					h.Matches = append(h.Matches, Span{Start: int(l.Start), End: int(l.End)})
+		matches, err := ix.bleveSorted(ctx, bq, min(limit, MaxLimit), stats, q.Highlight)
+		if err != nil {
+			return nil, fmt.Errorf("index: search: %w", err)
+		}
+		hits = make([]Hit, 0, len(matches))
+		for _, dm := range matches {
+			h := Hit{ID: dm.ID, Score: dm.Score}
+			if q.Highlight { // a phrase searcher keeps locations regardless
+				for _, locs := range dm.Locations[fieldText] {
+					for _, l := range locs {
+						h.Matches = append(h.Matches, Span{Start: int(l.Start), End: int(l.End)})
+					}
 				}
 			}
-		case q.Highlight:
-			if text, ok := q.DocText(dm.ID); ok {
-				h.Matches = highlight(text, terms, phrases)
+			hits = append(hits, h)
+		}
+		return hits, nil
+	}
+	if hits, err = ix.collect(ctx, bq, min(limit, MaxLimit), stats); err != nil {
+		return nil, fmt.Errorf("index: search: %w", err)
+	}
+	if q.Highlight {
+		terms, phrases := queryTerms(q)
+		for i := range hits {
+			if text, ok := q.DocText(hits[i].ID); ok {
+				hits[i].Matches = highlight(text, terms, phrases)
 			}
 		}
-		hits = append(hits, h)
 	}
 	return hits, nil
 }
