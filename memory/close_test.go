@@ -24,7 +24,7 @@ import (
 func TestCloseUnderLoad(t *testing.T) {
 	for round := 0; round < 2; round++ {
 		t.Run(fmt.Sprint("round", round), func(t *testing.T) {
-			s, err := Open(context.Background(), Options{Dir: t.TempDir(), ProtectedTurns: 2, ContextWindow: 4000})
+			s, err := Open(context.Background(), Options{Dir: t.TempDir(), ProtectedTurns: 2, ContextWindow: 4000, ContextItems: testItems()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,6 +95,19 @@ func TestCloseUnderLoad(t *testing.T) {
 			})
 			worker("alias", func(i int) error {
 				_, err := s.AddAlias(ctx, "c", fmt.Sprintf("other name %d", i), tag)
+				return err
+			})
+			worker("regenerate", func(int) error {
+				_, err := s.RegenerateSummaries(ctx, RegenerateRequest{ConversationID: "c", Tag: tag})
+				return err
+			})
+			worker("context items", func(i int) error {
+				var err error
+				if i%2 == 0 {
+					_, err = s.AddContextItem(ctx, "c", "review")
+				} else {
+					_, err = s.RemoveContextItem(ctx, "c", "review")
+				}
 				return err
 			})
 			worker("status and history", func(int) error {
@@ -331,5 +344,93 @@ func TestReadsDoNotWaitForAWritersDisk(t *testing.T) {
 	res, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "when does the canary release go out?"})
 	if err != nil || !strings.Contains(res.Text, "canary release goes out on Thursday") || res.CatchingUp {
 		t.Fatalf("after the write: recall catching up %v, %v:\n%s", res.CatchingUp, err, res.Text)
+	}
+}
+
+// TestReadsDoNotWaitForADecisionWrite: while a summary regeneration and a
+// context-item change are each held inside their decisions-log write,
+// recall, find_quote and status answer, and the change is in place once
+// the write is done.
+func TestReadsDoNotWaitForADecisionWrite(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{ContextWindow: 1200, ProtectedTurns: 2, ContextItems: testItems()})
+	ingest(t, s, "c", chat(60, t0))
+	for _, tc := range []struct {
+		name  string
+		write func() error
+		check func() error
+	}{
+		{"summary regeneration", func() error {
+			res, err := s.RegenerateSummaries(ctx, RegenerateRequest{ConversationID: "c"})
+			if err == nil && res.Segments == 0 {
+				err = errors.New("no segments regenerated")
+			}
+			return err
+		}, func() error {
+			st, err := s.Status(ctx, "c")
+			if err == nil && st.Totals.Segments == 0 {
+				err = errors.New("no segments after the regeneration")
+			}
+			return err
+		}},
+		{"context item", func() error {
+			_, err := s.AddContextItem(ctx, "c", "review")
+			return err
+		}, func() error {
+			r, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "who reviews the migration?"})
+			if err == nil && !strings.Contains(r.Text, "second reviewer") {
+				err = errors.New("the added item is not recalled")
+			}
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			entered, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			logWriteHook = func(path string) error {
+				if strings.Contains(filepath.ToSlash(path), "/decisions/") {
+					once.Do(func() {
+						close(entered)
+						<-release
+					})
+				}
+				return nil
+			}
+			t.Cleanup(func() { logWriteHook = nil })
+			wrote := make(chan error, 1)
+			go func() { wrote <- tc.write() }()
+			<-entered
+			read := make(chan error, 1)
+			go func() {
+				if _, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "the Kyoto ryokan"}); err != nil {
+					read <- err
+					return
+				}
+				if _, err := s.FindQuote(ctx, FindQuoteRequest{ConversationID: "c", Query: "ryokan"}); err != nil {
+					read <- err
+					return
+				}
+				_, err := s.Status(ctx, "c")
+				read <- err
+			}()
+			select {
+			case err := <-read:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(10 * time.Second):
+				close(release)
+				<-wrote
+				t.Fatalf("recall, find_quote and status waited for a %s held in its decisions write", tc.name)
+			}
+			close(release)
+			if err := <-wrote; err != nil {
+				t.Fatal(err)
+			}
+			logWriteHook = nil
+			if err := tc.check(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -279,7 +279,7 @@ func (l *decisionLog) append(d decision, sync bool) (int64, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, err := l.f.WriteAt(line, l.end); err != nil {
+	if _, err := writeAt(l.f, line, l.end); err != nil {
 		return 0, fmt.Errorf("append to decisions log: %w", err)
 	}
 	end := l.end + int64(len(line))

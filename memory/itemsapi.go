@@ -100,8 +100,8 @@ func (s *Store) changeSelection(ctx context.Context, conversationID, name string
 	if err != nil {
 		return ContextItemsResult{}, err
 	}
-	c.lock()
-	defer c.unlock()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	sel := c.meta.Items.clone()
 	sel.Added = slices.DeleteFunc(sel.Added, func(n string) bool { return n == ci.Name })
 	sel.Removed = slices.DeleteFunc(sel.Removed, func(n string) bool { return n == ci.Name })
@@ -124,8 +124,8 @@ func (s *Store) changeSelection(ctx context.Context, conversationID, name string
 }
 
 // saveSelection records a conversation's new item selection in its
-// decisions log, then commits it to bbolt and memory. c.mu is held for
-// writing.
+// decisions log, then commits it to bbolt and memory. c.wmu is held; c.mu
+// is taken for the change in memory only.
 func (s *Store) saveSelection(c *conv, sel *itemSelection) error {
 	end, err := s.recordDecision(c, decision{Kind: decItems, Items: sel})
 	if err != nil {
@@ -142,7 +142,9 @@ func (s *Store) saveSelection(c *conv, sel *itemSelection) error {
 	}); err != nil {
 		return fmt.Errorf("save context items of %s: %w", c.id, err)
 	}
+	c.mu.Lock()
 	c.meta = meta
+	c.mu.Unlock()
 	return nil
 }
 

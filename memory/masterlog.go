@@ -465,8 +465,9 @@ func (l *masterLog) appendRecords(end int64, recs []logRecord) ([][2]int64, erro
 // errLogShrunk: the master log is shorter than what was committed.
 var errLogShrunk = errors.New("master log shorter than committed")
 
-// writeAt is the one place log bytes are written; tests replace
-// logWriteHook to inject a full disk.
+// writeAt is the one place log bytes (the master logs' and the decisions
+// logs') are written; tests replace logWriteHook to inject a full disk or
+// hold a writer in its write.
 func writeAt(f *os.File, p []byte, off int64) (int, error) {
 	if logWriteHook != nil {
 		if err := logWriteHook(f.Name()); err != nil {

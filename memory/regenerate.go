@@ -137,8 +137,10 @@ func (s *Store) regenerate(ctx context.Context, c *conv, tag string, progress Pr
 		return 0, 0, err
 	}
 
-	c.lock()
-	defer c.unlock()
+	// The decision and the commit under the writers' lock alone; readers
+	// wait only for the new summaries to be put in place.
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	dec := decision{Kind: decSummaries, Segments: make([]segmentRec, len(fresh)), TagSums: make([]tagSummaryRec, len(rollups))}
 	for i, r := range fresh {
 		dec.Segments[i] = *r
@@ -173,6 +175,8 @@ func (s *Store) regenerate(ctx context.Context, c *conv, tag string, progress Pr
 	if err != nil {
 		return 0, 0, fmt.Errorf("commit: %w", err)
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.meta = meta
 	for _, r := range fresh {
 		c.segs[r.ID-1] = r

@@ -166,12 +166,13 @@ type tagSummaryRec struct {
 //     field, since only its holder changes them.
 //   - mu guards the fields against readers. A writer changes a field only
 //     while it holds mu as well; readers (recall, find_quote, status) hold
-//     mu for reading. The frequent writers (ingest, compaction, tag splits,
+//     mu for reading. Most writers (ingest, compaction, tag splits,
 //     vectors, per-message summaries, the index catch-up, expand_topic and
-//     collapse_topic, aliases, an owner's claim) take mu only for the change itself once their I/O
-//     is done, so readers wait at most for that change, never for their
-//     fsync. The rare ones (forget, redact, import, summary regeneration,
-//     context-item changes) hold both across their I/O (c.lock).
+//     collapse_topic, aliases, an owner's claim, summary regeneration,
+//     context-item changes) take mu only for the change itself once their
+//     I/O is done, so readers wait at most for that change, never for their
+//     fsync. Forget, redact and import, which rewrite or replace the logs a
+//     reader reads turns from, hold both across their I/O (c.lock).
 //
 // compactMu serialises compactions so that the slow part (summarising) runs
 // without either held. The order is compactMu, wmu, mu (store.go).
