@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -324,11 +325,21 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 	}
 	out.remade = len(fresh) + len(rollups)
 
-	// 3. Rewrite the logs and rebuild the derived state, under the lock.
-	c.lock()
-	defer c.unlock()
+	// 3. Rewrite the logs and rebuild the derived state, holding the
+	// writers' lock; readers wait only for the rebuilt state to be put in
+	// place (rewriteLock).
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	rl := rewriteLock{c: c, whole: !replaceOpenFiles}
+	if rl.whole {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+	}
 	if size, err := c.log.size(); err != nil || size != c.meta.LogSize {
-		if err := s.reconcileLog(ctx, c); err != nil {
+		rl.lock()
+		err := s.reconcileLog(ctx, c)
+		rl.unlock()
+		if err != nil {
 			return out, err
 		}
 	}
@@ -382,10 +393,11 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 	if err := s.rewriteDecisions(c, edits, scrubSet{segs: affectedSegs, tags: affectedTags, gone: gone}, dec); err != nil {
 		return out, s.storageError(err, "nothing was forgotten")
 	}
-	if err := s.rewriteMasterLog(c, recs); err != nil {
+	nlog, err := s.rewriteMasterLog(c, recs, rl)
+	if err != nil {
 		return out, s.storageError(err, "the summaries were rewritten but the turns were not; run the same forget again")
 	}
-	if err := s.afterRewrite(ctx, c, edits, seqs, affectedTags, gone); err != nil {
+	if err := s.afterRewrite(ctx, c, nlog, rl, edits, seqs, affectedTags, gone); err != nil {
 		return out, err
 	}
 	if vf, ok := s.opts.Embedder.(VectorForgetter); ok {
@@ -403,11 +415,52 @@ type VectorForgetter interface {
 	ForgetVectors(ctx context.Context, texts []string) error
 }
 
-// afterRewrite rebuilds c's derived state from its rewritten logs (edits:
-// the turns rewritten, seqs their numbers ascending; nil edits are
-// forgotten turns), removes from the index what nothing regenerates, and
-// tells subscribers. c.compactMu and c.mu are held for writing.
-func (s *Store) afterRewrite(ctx context.Context, c *conv, edits map[int]*logRecord, seqs []int, affectedTags, gone map[string]bool) error {
+// rewriteLock is how a rewrite of a conversation's logs (forget,
+// redaction) holds it: the writers' lock throughout, the readers' lock
+// only to put the rebuilt state in place. Until then recall, find_quote
+// and status go on with the state as it was, reading the turns from the
+// old log's file, which stays open (and readable) after the new one is
+// renamed over it. Where an open file cannot be replaced (Windows), or
+// when the caller holds both locks already, whole is set: the readers'
+// lock is held throughout and lock and unlock do nothing.
+type rewriteLock struct {
+	c     *conv
+	whole bool
+}
+
+func (l rewriteLock) lock() {
+	if !l.whole {
+		l.c.mu.Lock()
+	}
+}
+
+func (l rewriteLock) unlock() {
+	if !l.whole {
+		l.c.mu.Unlock()
+	}
+}
+
+// rewriteHook, when set (tests only), runs once a rewrite's new logs are
+// in place and its state rebuilt, before that state replaces the old one.
+var rewriteHook func()
+
+// replaceOpenFiles: a file may be renamed over while open, the open
+// handle reading on the old file.
+const replaceOpenFiles = runtime.GOOS != "windows"
+
+// rewrittenLog is a conversation's master log after a rewrite: the new
+// file's log and its size.
+type rewrittenLog struct {
+	log  *masterLog
+	size int64
+}
+
+// afterRewrite rebuilds c's derived state from its rewritten logs (nlog:
+// the new master log; edits: the turns rewritten, seqs their numbers
+// ascending; nil edits are forgotten turns), puts it in place, removes
+// from the index what nothing regenerates, and tells subscribers.
+// c.compactMu and c.wmu are held, and c.mu as rl says.
+func (s *Store) afterRewrite(ctx context.Context, c *conv, nlog rewrittenLog, rl rewriteLock, edits map[int]*logRecord, seqs []int, affectedTags, gone map[string]bool) error {
 	oldTags := make(map[string]bool, len(c.vocab))
 	for t := range c.vocab {
 		oldTags[t] = true
@@ -416,8 +469,15 @@ func (s *Store) afterRewrite(ctx context.Context, c *conv, edits map[int]*logRec
 	for t := range c.tagSums {
 		oldSums[t] = true
 	}
-	n, err := s.rebuildConv(ctx, c, edits)
+	n, err := s.rebuildConv(ctx, c, nlog.log, edits)
 	if err != nil {
+		// The state stays as it was, over the new log (as a store opening
+		// it would find them): readers stop reading the old one.
+		rl.lock()
+		old := c.log
+		c.log, c.meta.LogSize = nlog.log, nlog.size
+		rl.unlock()
+		releaseOld(s, c, old)
 		return err
 	}
 	// Index documents nothing regenerates: forgotten turns, dropped topics,
@@ -448,7 +508,14 @@ func (s *Store) afterRewrite(ctx context.Context, c *conv, edits map[int]*logRec
 		s.log.Warn("re-indexing summaries failed; the reconciler retries", "conversation", c.id, "err", err)
 		s.kickReconciler()
 	}
+	if rewriteHook != nil {
+		rewriteHook()
+	}
+	rl.lock()
+	old := c.log
 	c.adopt(n)
+	rl.unlock()
+	releaseOld(s, c, old)
 	forgot := map[string]bool{}
 	for _, seq := range seqs {
 		if edits[seq] == nil {
@@ -483,20 +550,32 @@ func (s *Store) afterRewrite(ctx context.Context, c *conv, edits map[int]*logRec
 	return nil
 }
 
+// releaseOld closes a master log replaced by a rewrite, once the reads in
+// flight on it are done.
+func releaseOld(s *Store, c *conv, old *masterLog) {
+	if old == c.log {
+		return
+	}
+	if err := old.release(); err != nil {
+		s.log.Warn("closing the replaced master log failed", "conversation", c.id, "err", err)
+	}
+}
+
 // rewriteMasterLog replaces the records of recs (by sequence number) in the
 // committed part of c's master log, keeping every other byte (damaged
-// stretches included), and swaps the new file in atomically. c.mu is held
-// for writing.
-func (s *Store) rewriteMasterLog(c *conv, recs map[int]logRecord) error {
+// stretches included), and swaps the new file in atomically. With rl.whole
+// the log is replaced in place; otherwise c.log keeps the old file open
+// for readers and the new one is returned.
+func (s *Store) rewriteMasterLog(c *conv, recs map[int]logRecord, rl rewriteLock) (rewrittenLog, error) {
 	f, err := os.Open(c.log.path)
 	if err != nil {
-		return fmt.Errorf("open master log: %w", err)
+		return rewrittenLog{}, fmt.Errorf("open master log: %w", err)
 	}
 	data := make([]byte, c.meta.LogSize)
 	_, err = f.ReadAt(data, 0)
 	_ = f.Close()
 	if err != nil {
-		return fmt.Errorf("read master log %s: %w", c.log.path, err)
+		return rewrittenLog{}, fmt.Errorf("read master log %s: %w", c.log.path, err)
 	}
 	type repl struct {
 		start, end int64
@@ -517,10 +596,10 @@ func (s *Store) rewriteMasterLog(c *conv, recs map[int]logRecord) error {
 		repls = append(repls, repl{fr.Start, fr.End, line})
 		return nil
 	}, nil); err != nil {
-		return err
+		return rewrittenLog{}, err
 	}
 	if len(done) != len(recs) {
-		return fmt.Errorf("master log %s: %d of %d records to rewrite not found", c.log.path, len(recs)-len(done), len(recs))
+		return rewrittenLog{}, fmt.Errorf("master log %s: %d of %d records to rewrite not found", c.log.path, len(recs)-len(done), len(recs))
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(data))
@@ -531,11 +610,39 @@ func (s *Store) rewriteMasterLog(c *conv, recs map[int]logRecord) error {
 		off = r.end
 	}
 	buf.Write(data[off:])
-	if err := c.log.replace(buf.Bytes()); err != nil {
-		return err
+	size := int64(buf.Len())
+	if rl.whole {
+		if err := c.log.replace(buf.Bytes()); err != nil {
+			return rewrittenLog{}, err
+		}
+		c.meta.LogSize = size
+		return rewrittenLog{c.log, size}, nil
 	}
-	c.meta.LogSize = int64(buf.Len())
-	return nil
+	n, err := c.log.successor(buf.Bytes())
+	if err != nil {
+		// The new file may be in place: nothing reads the old one on (the
+		// next writer finds the size it did not commit and reconciles).
+		return rewrittenLog{}, errors.Join(err, c.log.release())
+	}
+	return rewrittenLog{n, size}, nil
+}
+
+// successor writes data as the log's new file, atomically (temporary
+// file, fsync, rename, fsync of the directory), and returns it as a new
+// masterLog. l keeps its handle on the old file, for the readers still on
+// it, until it is released (not on Windows: see replaceOpenFiles).
+func (l *masterLog) successor(data []byte) (*masterLog, error) {
+	if err := atomicWrite(l.path, data); err != nil {
+		return nil, err
+	}
+	if err := syncDir(filepath.Dir(l.path)); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(l.path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reopen master log: %w", err)
+	}
+	return &masterLog{path: l.path, f: f}, nil
 }
 
 // replace swaps the log's file for data, atomically (temporary file,
@@ -739,11 +846,13 @@ func scrubDecision(d *decision, edits map[int]*logRecord, sc scrubSet) {
 	}
 }
 
-// rebuildConv rebuilds c's derived state from its rewritten logs, as
-// Rebuild would: the conversation's bbolt entries are replaced (vectors of
-// unchanged turns kept), the logs replayed into a new conv, which it
-// returns. c.mu is held for writing.
-func (s *Store) rebuildConv(ctx context.Context, c *conv, edits map[int]*logRecord) (*conv, error) {
+// rebuildConv rebuilds c's derived state from its rewritten logs (log is
+// the new master log), as Rebuild would: the conversation's bbolt entries
+// are replaced (vectors of unchanged turns kept), the logs replayed into a
+// new conv, which it returns. c.wmu is held; c itself is not changed, and
+// readers do not read its bbolt entries (a loaded conversation is read
+// from memory).
+func (s *Store) rebuildConv(ctx context.Context, c *conv, log *masterLog, edits map[int]*logRecord) (*conv, error) {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		name := convBucketName(c.id)
 		var keep [][2][]byte
@@ -791,7 +900,7 @@ func (s *Store) rebuildConv(ctx context.Context, c *conv, edits map[int]*logReco
 	}); err != nil {
 		return nil, err
 	}
-	n.log = c.log
+	n.log = log
 	n.meta.Created = c.meta.Created
 	if n.replay, err = s.loadReplay(n); err != nil {
 		return nil, err

@@ -405,3 +405,76 @@ func TestForgetDropsNamedTurnVectors(t *testing.T) {
 		}
 	}
 }
+
+// TestReadsGoOnDuringAForget: while a forget has its new logs in place and
+// its state rebuilt, but not yet put in place, recall, find_quote and
+// status answer from the state as it was, reading every turn they quote
+// whole from the old log (where the new log's offsets would not verify);
+// once the forget returns, the fact is gone from what they answer.
+func TestReadsGoOnDuringAForget(t *testing.T) {
+	if !replaceOpenFiles {
+		t.Skip("an open file cannot be replaced here: readers wait for a forget (rewriteLock)")
+	}
+	ctx := context.Background()
+	s := openTest(t, Options{ContextWindow: 1200, ProtectedTurns: 2})
+	forgetFixture(t, s)
+	// Turns after the forgotten one sit at other offsets in the new log.
+	const later = "The ryokan in Kyoto confirmed the late check-in for the whole group."
+	ingest(t, s, "c", []Message{msg("user", "Ana", later, t0.Add(2*time.Hour))})
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	rewriteHook = func() {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	}
+	t.Cleanup(func() { rewriteHook = nil })
+	forgot := make(chan error, 1)
+	go func() {
+		_, err := s.Forget(ctx, ForgetRequest{ConversationID: "c", Query: secretWord})
+		forgot <- err
+	}()
+	<-entered
+	read := make(chan error, 1)
+	go func() {
+		r, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "did the ryokan confirm the late check-in?"})
+		if err == nil && !strings.Contains(r.Text, later) {
+			err = fmt.Errorf("a recall during the forget lacks the turn it should quote whole: %q", r.Text)
+		}
+		if err != nil {
+			read <- err
+			return
+		}
+		q, err := s.FindQuote(ctx, FindQuoteRequest{ConversationID: "c", Query: "late check-in"})
+		if err == nil && (len(q.Quotes) == 0 || !strings.Contains(q.Quotes[0].Excerpt, "The ryokan in Kyoto confirmed")) {
+			err = fmt.Errorf("find_quote during the forget: %+v", q.Quotes)
+		}
+		if err != nil {
+			read <- err
+			return
+		}
+		_, err = s.Status(ctx, "c")
+		read <- err
+	}()
+	var readErr error
+	select {
+	case readErr = <-read:
+	case <-time.After(10 * time.Second):
+		readErr = errors.New("recall, find_quote and status waited for a forget")
+	}
+	close(release)
+	if err := <-forgot; err != nil {
+		t.Fatal(err)
+	}
+	if readErr != nil {
+		t.Fatal(readErr)
+	}
+	if v := strings.ToLower(visible(t, s, "c")); strings.Contains(v, secretWord) {
+		t.Fatal("the forgotten fact is still visible after the forget")
+	}
+	r, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "did the ryokan confirm the late check-in?"})
+	if err != nil || !strings.Contains(r.Text, later) {
+		t.Fatalf("after the forget: %v %q", err, r.Text)
+	}
+}

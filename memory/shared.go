@@ -872,5 +872,5 @@ func (s *Store) adoptRewrite(ctx context.Context, id string, read func() (LogLin
 		return s.divergedError(id, err)
 	}
 	s.log.Info("another process rewrote a shared conversation; rebuilt it from the shared store", "conversation", id, "turns_rewritten", len(seqs), "generation", gen)
-	return s.afterRewrite(ctx, c, edits, seqs, affected, gone)
+	return s.afterRewrite(ctx, c, rewrittenLog{c.log, int64(len(master))}, rewriteLock{c: c, whole: true}, edits, seqs, affected, gone)
 }

@@ -171,8 +171,10 @@ type tagSummaryRec struct {
 //     collapse_topic, aliases, an owner's claim, summary regeneration,
 //     context-item changes) take mu only for the change itself once their
 //     I/O is done, so readers wait at most for that change, never for their
-//     fsync. Forget, redact and import, which rewrite or replace the logs a
-//     reader reads turns from, hold both across their I/O (c.lock).
+//     fsync. Forget and redaction rewrite the logs under wmu too, readers
+//     reading the old log's open file until the rebuilt state is in place
+//     (rewriteLock in forget.go); where an open file cannot be replaced
+//     (Windows) they hold both locks, as a bundle import does (c.lock).
 //
 // compactMu serialises compactions so that the slow part (summarising) runs
 // without either held. The order is compactMu, wmu, mu (store.go).
