@@ -310,33 +310,9 @@ func TestReadsDoNotWaitForAWritersDisk(t *testing.T) {
 		wrote <- err
 	}()
 	<-entered
-	read := make(chan error, 1)
-	go func() {
-		if _, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "when does the canary release go out?"}); err != nil {
-			read <- err
-			return
-		}
-		if _, err := s.FindQuote(ctx, FindQuoteRequest{ConversationID: "c", Query: "canary release"}); err != nil {
-			read <- err
-			return
-		}
-		_, err := s.Status(ctx, "c")
-		read <- err
-	}()
-	select {
-	case err := <-read:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		close(release)
-		<-wrote
-		t.Fatal("recall, find_quote and status waited for a writer held in its log write")
-	}
-	close(release)
-	if err := <-wrote; err != nil {
-		t.Fatal(err)
-	}
+	whileHeld(t, release, wrote, "a writer held in its log write", func() error {
+		return readsAnswer(s, "c", "when does the canary release go out?", "canary release", nil)
+	})
 	q, err := s.FindQuote(ctx, FindQuoteRequest{ConversationID: "c", Query: "canary release"})
 	if err != nil || len(q.Quotes) == 0 {
 		t.Fatalf("after the write: find_quote %+v, %v", q, err)
@@ -400,37 +376,57 @@ func TestReadsDoNotWaitForADecisionWrite(t *testing.T) {
 			wrote := make(chan error, 1)
 			go func() { wrote <- tc.write() }()
 			<-entered
-			read := make(chan error, 1)
-			go func() {
-				if _, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "the Kyoto ryokan"}); err != nil {
-					read <- err
-					return
-				}
-				if _, err := s.FindQuote(ctx, FindQuoteRequest{ConversationID: "c", Query: "ryokan"}); err != nil {
-					read <- err
-					return
-				}
-				_, err := s.Status(ctx, "c")
-				read <- err
-			}()
-			select {
-			case err := <-read:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(10 * time.Second):
-				close(release)
-				<-wrote
-				t.Fatalf("recall, find_quote and status waited for a %s held in its decisions write", tc.name)
-			}
-			close(release)
-			if err := <-wrote; err != nil {
-				t.Fatal(err)
-			}
+			whileHeld(t, release, wrote, "a "+tc.name+" held in its decisions write", func() error {
+				return readsAnswer(s, "c", "the Kyoto ryokan", "ryokan", nil)
+			})
 			logWriteHook = nil
 			if err := tc.check(); err != nil {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// readsAnswer runs recall, find_quote and status on conversation conv and
+// returns the first error, or check's verdict on the recall and the quotes
+// (check may be nil).
+func readsAnswer(s *Store, conv, message, quote string, check func(RecallResult, FindQuoteResult) error) error {
+	ctx := context.Background()
+	r, err := s.Recall(ctx, RecallRequest{ConversationID: conv, Message: message})
+	if err != nil {
+		return err
+	}
+	q, err := s.FindQuote(ctx, FindQuoteRequest{ConversationID: conv, Query: quote})
+	if err != nil {
+		return err
+	}
+	if _, err := s.Status(ctx, conv); err != nil {
+		return err
+	}
+	if check != nil {
+		return check(r, q)
+	}
+	return nil
+}
+
+// whileHeld runs reads while a writer is held (until release is closed;
+// wrote gets the writer's result), fails the test when they take over 10 s
+// (they waited for it, what) or fail, and lets the writer finish either way.
+func whileHeld(t *testing.T, release chan struct{}, wrote <-chan error, what string, reads func() error) {
+	t.Helper()
+	read := make(chan error, 1)
+	go func() { read <- reads() }()
+	var readErr error
+	select {
+	case readErr = <-read:
+	case <-time.After(10 * time.Second):
+		readErr = fmt.Errorf("recall, find_quote and status waited for %s", what)
+	}
+	close(release)
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if readErr != nil {
+		t.Fatal(readErr)
 	}
 }

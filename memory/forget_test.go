@@ -436,40 +436,17 @@ func TestReadsGoOnDuringAForget(t *testing.T) {
 		forgot <- err
 	}()
 	<-entered
-	read := make(chan error, 1)
-	go func() {
-		r, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "did the ryokan confirm the late check-in?"})
-		if err == nil && !strings.Contains(r.Text, later) {
-			err = fmt.Errorf("a recall during the forget lacks the turn it should quote whole: %q", r.Text)
-		}
-		if err != nil {
-			read <- err
-			return
-		}
-		q, err := s.FindQuote(ctx, FindQuoteRequest{ConversationID: "c", Query: "late check-in"})
-		if err == nil && (len(q.Quotes) == 0 || !strings.Contains(q.Quotes[0].Excerpt, "The ryokan in Kyoto confirmed")) {
-			err = fmt.Errorf("find_quote during the forget: %+v", q.Quotes)
-		}
-		if err != nil {
-			read <- err
-			return
-		}
-		_, err = s.Status(ctx, "c")
-		read <- err
-	}()
-	var readErr error
-	select {
-	case readErr = <-read:
-	case <-time.After(10 * time.Second):
-		readErr = errors.New("recall, find_quote and status waited for a forget")
-	}
-	close(release)
-	if err := <-forgot; err != nil {
-		t.Fatal(err)
-	}
-	if readErr != nil {
-		t.Fatal(readErr)
-	}
+	whileHeld(t, release, forgot, "a forget", func() error {
+		return readsAnswer(s, "c", "did the ryokan confirm the late check-in?", "late check-in", func(r RecallResult, q FindQuoteResult) error {
+			if !strings.Contains(r.Text, later) {
+				return fmt.Errorf("a recall during the forget lacks the turn it should quote whole: %q", r.Text)
+			}
+			if len(q.Quotes) == 0 || !strings.Contains(q.Quotes[0].Excerpt, "The ryokan in Kyoto confirmed") {
+				return fmt.Errorf("find_quote during the forget: %+v", q.Quotes)
+			}
+			return nil
+		})
+	})
 	if v := strings.ToLower(visible(t, s, "c")); strings.Contains(v, secretWord) {
 		t.Fatal("the forgotten fact is still visible after the forget")
 	}
