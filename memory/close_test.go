@@ -294,16 +294,7 @@ func TestReadsDoNotWaitForAWritersDisk(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, Options{})
 	ingest(t, s, "c", chat(20, t0))
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	logWriteHook = func(string) error {
-		once.Do(func() {
-			close(entered)
-			<-release
-		})
-		return nil
-	}
-	t.Cleanup(func() { logWriteHook = nil })
+	entered, release := holdLogWrite(t, func(string) bool { return true })
 	wrote := make(chan error, 1)
 	go func() {
 		_, err := s.Ingest(ctx, IngestRequest{ConversationID: "c", Messages: []Message{msg("user", "", "The canary release goes out on Thursday.", t0.Add(time.Hour))}})
@@ -361,18 +352,7 @@ func TestReadsDoNotWaitForADecisionWrite(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			entered, release := make(chan struct{}), make(chan struct{})
-			var once sync.Once
-			logWriteHook = func(path string) error {
-				if strings.Contains(filepath.ToSlash(path), "/decisions/") {
-					once.Do(func() {
-						close(entered)
-						<-release
-					})
-				}
-				return nil
-			}
-			t.Cleanup(func() { logWriteHook = nil })
+			entered, release := holdLogWrite(t, func(path string) bool { return strings.Contains(filepath.ToSlash(path), "/decisions/") })
 			wrote := make(chan error, 1)
 			go func() { wrote <- tc.write() }()
 			<-entered
@@ -429,4 +409,22 @@ func whileHeld(t *testing.T, release chan struct{}, wrote <-chan error, what str
 	if readErr != nil {
 		t.Fatal(readErr)
 	}
+}
+
+// holdLogWrite holds the first log write whose path match accepts: entered
+// is closed when it starts, and it goes on once release is closed.
+func holdLogWrite(t *testing.T, match func(path string) bool) (entered, release chan struct{}) {
+	entered, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	logWriteHook = func(path string) error {
+		if match(path) {
+			once.Do(func() {
+				close(entered)
+				<-release
+			})
+		}
+		return nil
+	}
+	t.Cleanup(func() { logWriteHook = nil })
+	return entered, release
 }
