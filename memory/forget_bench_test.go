@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // BenchmarkForget forgets one turn of a compacted conversation of 2,000
@@ -24,4 +25,50 @@ func BenchmarkForget(b *testing.B) {
 			b.Fatalf("forget t%d: %+v %v", seq, r, err)
 		}
 	}
+}
+
+// BenchmarkRecallDuringForget times recalls made while each forget of
+// BenchmarkForget's conversation runs: the longest a recall took
+// (max-recall-ms) against the forget itself (forget-ms). A recall that
+// waits for the forget takes about as long as it
+// (go test ./memory -run '^$' -bench RecallDuringForget -benchtime 5x).
+func BenchmarkRecallDuringForget(b *testing.B) {
+	ctx := context.Background()
+	s := openTest(b, Options{ContextWindow: 8000, ProtectedTurns: 4, noSync: true})
+	msgs := chat(2000, t0)
+	for i := 0; i < len(msgs); i += 100 {
+		ingest(b, s, "c", msgs[i:i+100])
+	}
+	var forgetMS, maxRecallMS float64
+	recalls := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		seq := 10 + i*7
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() {
+			_, err := s.Forget(ctx, ForgetRequest{ConversationID: "c", TurnIDs: []string{fmt.Sprintf("t%d", seq)}})
+			done <- err
+		}()
+		for running := true; running; {
+			select {
+			case err := <-done:
+				if err != nil {
+					b.Fatal(err)
+				}
+				running = false
+			default:
+				t := time.Now()
+				if _, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "what does the Kyoto ryokan cost?"}); err != nil {
+					b.Fatal(err)
+				}
+				maxRecallMS = max(maxRecallMS, float64(time.Since(t).Microseconds())/1000)
+				recalls++
+			}
+		}
+		forgetMS += float64(time.Since(start).Microseconds()) / 1000
+	}
+	b.ReportMetric(forgetMS/float64(b.N), "forget-ms")
+	b.ReportMetric(maxRecallMS, "max-recall-ms")
+	b.ReportMetric(float64(recalls)/float64(b.N), "recalls/forget")
 }
