@@ -12,11 +12,7 @@ import (
 // derived state (go test ./memory -run '^$' -bench Forget -benchtime 5x).
 func BenchmarkForget(b *testing.B) {
 	ctx := context.Background()
-	s := openTest(b, Options{ContextWindow: 8000, ProtectedTurns: 4, noSync: true})
-	msgs := chat(2000, t0)
-	for i := 0; i < len(msgs); i += 100 {
-		ingest(b, s, "c", msgs[i:i+100])
-	}
+	s := forgetBenchStore(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		seq := 10 + i*7
@@ -34,11 +30,7 @@ func BenchmarkForget(b *testing.B) {
 // (go test ./memory -run '^$' -bench RecallDuringForget -benchtime 5x).
 func BenchmarkRecallDuringForget(b *testing.B) {
 	ctx := context.Background()
-	s := openTest(b, Options{ContextWindow: 8000, ProtectedTurns: 4, noSync: true})
-	msgs := chat(2000, t0)
-	for i := 0; i < len(msgs); i += 100 {
-		ingest(b, s, "c", msgs[i:i+100])
-	}
+	s := forgetBenchStore(b)
 	var forgetMS, maxRecallMS float64
 	recalls := 0
 	b.ResetTimer()
@@ -71,4 +63,15 @@ func BenchmarkRecallDuringForget(b *testing.B) {
 	b.ReportMetric(forgetMS/float64(b.N), "forget-ms")
 	b.ReportMetric(maxRecallMS, "max-recall-ms")
 	b.ReportMetric(float64(recalls)/float64(b.N), "recalls/forget")
+}
+
+// forgetBenchStore is a store holding a compacted conversation "c" of
+// 2,000 turns.
+func forgetBenchStore(b *testing.B) *Store {
+	s := openTest(b, Options{ContextWindow: 8000, ProtectedTurns: 4, noSync: true})
+	msgs := chat(2000, t0)
+	for i := 0; i < len(msgs); i += 100 {
+		ingest(b, s, "c", msgs[i:i+100])
+	}
+	return s
 }
