@@ -582,6 +582,9 @@ func (s *Store) prefixTokens(t *turnMeta) int {
 	if who == "" {
 		who = t.Role
 	}
+	s.rolePrefixOnce.Do(func() {
+		s.rolePrefix = [2]int{s.tok.Count(speakerPrefix("user")), s.tok.Count(speakerPrefix("assistant"))}
+	})
 	var n int
 	switch who {
 	case "user":

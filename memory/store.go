@@ -88,9 +88,12 @@ type Store struct {
 	set *settingsBox // settings that change at run time (settings.go)
 
 	// rolePrefix holds the tokens of a turn line's speaker prefix for the
-	// two roles (most turns); prefixCache the rest, by name (few speakers).
-	rolePrefix  [2]int
-	prefixCache sync.Map
+	// two roles (most turns), counted at the first recall (counting waits
+	// for the cl100k tables, which Open leaves loading in the background);
+	// prefixCache the rest, by name (few speakers).
+	rolePrefix     [2]int
+	rolePrefixOnce sync.Once
+	prefixCache    sync.Map
 
 	// mu guards convs, lru, ops and closing (see the lock order above).
 	mu      sync.Mutex
@@ -230,7 +233,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s := &Store{opts: opts, db: db, tok: tok, tagger: opts.Tagger, sum: opts.Summarizer,
 		log: opts.Logger, now: opts.Now, convs: map[string]*convEntry{}, lru: list.New()}
 	s.idle = sync.NewCond(&s.mu)
-	s.rolePrefix = [2]int{tok.Count(speakerPrefix("user")), tok.Count(speakerPrefix("assistant"))}
 	s.items = cat
 	s.itemVecs = itemVectors{dir: filepath.Join(opts.Dir, filepath.FromSlash(itemVectorsDir)), mem: map[string][]float32{}}
 	s.set = newSettingsBox(opts.Dir, opts.settings())
