@@ -12,12 +12,16 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
+
+// ownerLock is the open, flock-held lock file of this process's server
+// directory: held until the process exits, so another test binary's
+// cleanOld can tell a live directory from one whose owner died.
+var ownerLock *os.File
 
 // start runs initdb and the server, as the "postgres" user when root. The
 // server is a child killed when this process exits (Pdeathsig, from a
@@ -46,6 +50,9 @@ func start() (string, error) {
 	dir, err := os.MkdirTemp("", "vc-pgtest-")
 	if err != nil {
 		return "", err
+	}
+	if ownerLock, err = lockOwner(dir, true); err != nil {
+		return "", fmt.Errorf("lock the test server's directory: %w", err)
 	}
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", err
@@ -114,21 +121,47 @@ func start() (string, error) {
 	}
 }
 
-// cleanOld removes the directories of earlier test servers that are gone.
+// lockName is the file in a server directory whose flock its owner holds.
+const lockName = "owner.lock"
+
+// lockOwner takes the flock of dir's owner lock without waiting, creating
+// the file when create is set. It fails with EWOULDBLOCK while another
+// process holds it. The descriptor is close-on-exec, so initdb and the
+// server do not inherit (and keep) the lock.
+func lockOwner(dir string, create bool) (*os.File, error) {
+	flag := os.O_RDWR
+	if create {
+		flag |= os.O_CREATE | os.O_EXCL
+	}
+	f, err := os.OpenFile(filepath.Join(dir, lockName), flag, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// cleanOld removes the directories of earlier test servers whose test
+// binary is gone: their owner lock is free. Test binaries of several
+// packages start servers at the same time, so a directory without its lock
+// file yet, or held, is left alone. (A pid check does not do: while initdb
+// runs, postmaster.pid holds the bootstrap backend's negated pid.)
 func cleanOld() {
 	old, _ := filepath.Glob(filepath.Join(os.TempDir(), "vc-pgtest-*"))
 	for _, d := range old {
-		pidData, err := os.ReadFile(filepath.Join(d, "data", "postmaster.pid"))
-		if err == nil {
-			line, _, _ := strings.Cut(string(pidData), "\n")
-			if pid, err := strconv.Atoi(strings.TrimSpace(line)); err == nil && pid > 0 {
-				if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
-					continue // still running
-				}
+		f, err := lockOwner(d, false)
+		switch {
+		case err == nil:
+			_ = os.RemoveAll(d)
+			f.Close()
+		case errors.Is(err, os.ErrNotExist):
+			// Being set up, or left by a version without the lock.
+			if st, err := os.Stat(d); err == nil && time.Since(st.ModTime()) > time.Hour {
+				_ = os.RemoveAll(d)
 			}
-		} else if st, err := os.Stat(d); err == nil && time.Since(st.ModTime()) < time.Minute {
-			continue // being set up
 		}
-		_ = os.RemoveAll(d)
 	}
 }
