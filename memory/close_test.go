@@ -322,6 +322,10 @@ func TestReadsDoNotWaitForADecisionWrite(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, Options{ContextWindow: 1200, ProtectedTurns: 2, ContextItems: testItems()})
 	ingest(t, s, "c", chat(60, t0))
+	ingest(t, s, "c", longChat(8))
+	if res, err := s.SummarizeTurns(ctx, TurnSummaryRequest{ConversationID: "c"}); err != nil || res.Summarised == 0 {
+		t.Fatalf("summarise turns: %+v, %v", res, err)
+	}
 	for _, tc := range []struct {
 		name  string
 		write func() error
@@ -347,6 +351,19 @@ func TestReadsDoNotWaitForADecisionWrite(t *testing.T) {
 			r, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "who reviews the migration?"})
 			if err == nil && !strings.Contains(r.Text, "second reviewer") {
 				err = errors.New("the added item is not recalled")
+			}
+			return err
+		}},
+		{"clearing per-message summaries", func() error {
+			n, err := s.ClearTurnSummaries(ctx, "c")
+			if err == nil && n == 0 {
+				err = errors.New("no per-message summaries cleared")
+			}
+			return err
+		}, func() error {
+			st, err := s.ContextStats(ctx, "c")
+			if err == nil && st.Summarised != 0 {
+				err = fmt.Errorf("%d per-message summaries left after the clear", st.Summarised)
 			}
 			return err
 		}},

@@ -169,7 +169,7 @@ type tagSummaryRec struct {
 //     mu for reading. Most writers (ingest, compaction, tag splits,
 //     vectors, per-message summaries, the index catch-up, expand_topic and
 //     collapse_topic, aliases, an owner's claim, summary regeneration,
-//     context-item changes) take mu only for the change itself once their
+//     context-item changes, clearing per-message summaries) take mu only for the change itself once their
 //     I/O is done, so readers wait at most for that change, never for their
 //     fsync. Forget and redaction rewrite the logs under wmu too, readers
 //     reading the old log's open file until the rebuilt state is in place

@@ -352,11 +352,13 @@ func (s *Store) ClearTurnSummaries(ctx context.Context, conversationID string) (
 	return total, nil
 }
 
+// clearTurnSums records and commits the clear under c's writer lock, and
+// takes the readers' lock only to drop the summaries from the state.
 func (s *Store) clearTurnSums(c *conv) (int, error) {
 	c.compactMu.Lock()
 	defer c.compactMu.Unlock()
-	c.lock()
-	defer c.unlock()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	n := len(c.turnSums)
 	if n == 0 {
 		return 0, nil
@@ -379,8 +381,10 @@ func (s *Store) clearTurnSums(c *conv) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("commit cleared turn summaries of %s: %w", c.id, err)
 	}
+	c.mu.Lock()
 	c.meta = meta
 	c.turnSums = map[int]*turnSummaryRec{}
+	c.mu.Unlock()
 	return n, nil
 }
 
