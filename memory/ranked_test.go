@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -194,4 +195,24 @@ func TestTurnLiteFollowsTurns(t *testing.T) {
 	}
 	s = openTest(t, opts)
 	check("after rebuild", n)
+	// A record damaged on disk becomes an empty placeholder when the
+	// conversation loads.
+	path := s.logPath("c")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := logLine(t, data, 3)
+	copy(data[(lo+hi)/2:], "GARBAGE!")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, opts)
+	check("after a damaged record", n)
+	if damaged(t, s, "c") != 1 {
+		t.Fatal("the garbled record was not found damaged")
+	}
 }
