@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
 )
@@ -275,7 +276,7 @@ func (p *packer) pinRules(convs []*conv) []pick {
 	for _, c := range convs {
 		for i := len(c.rules) - 1; i >= 0; i-- {
 			t := c.turn(c.rules[i])
-			cost := t.Tokens + p.s.prefixTokens(t) + 1
+			cost := t.Tokens + p.s.prefixTokens(c, t.Seq) + 1
 			if ruleUsed+cost > p.budget/ruleShare {
 				continue
 			}
@@ -321,18 +322,23 @@ func (p *packer) packFrom(ranked []candidate, from int) {
 			break
 		}
 		// Most of a long ranking does not fit once the budget is nearly
-		// full: that is decided on the text alone, before anything else.
-		if l, _ := cd.c.liteAt(cd.seq); i >= cutRanks && p.used+int(l.tokens)+1 > p.budget {
+		// full: that is decided on the compact entry alone (the text, then
+		// the line), before anything else.
+		l, _ := cd.c.liteAt(cd.seq)
+		if i >= cutRanks && p.used+int(l.tokens)+1 > p.budget {
 			continue
 		}
-		t := cd.c.turn(cd.seq)
+		cost := int(l.tokens) + p.s.prefixTokens(cd.c, cd.seq) + 1
+		if i >= cutRanks && p.used+cost > p.budget {
+			continue // does not fit even without its session's header
+		}
 		k := rkey{cd.c, cd.seq}
 		if p.taken[k] {
 			continue
 		}
-		cost := t.Tokens + p.s.prefixTokens(t) + 1
-		if i >= cutRanks && p.used+cost > p.budget {
-			continue // does not fit even without its session's header
+		t := cd.c.turn(cd.seq)
+		if t == nil {
+			continue
 		}
 		sk := sessKey{cd.c, t.Session}
 		hcost := p.headerCost(sk, cd.c, t)
@@ -574,24 +580,22 @@ func coverOrder(c *conv) []string {
 	return out
 }
 
-// prefixTokens is an upper bound on the tokens of a turn line's prefix
-// ("[t12] Caroline: ") and of the join with its content: the speaker part is
-// counted once per name and cached, the id digits are bounded.
-func (s *Store) prefixTokens(t *turnMeta) int {
-	who := t.Name
-	if who == "" {
-		who = t.Role
-	}
-	s.rolePrefixOnce.Do(func() {
-		s.rolePrefix = [2]int{s.tok.Count(speakerPrefix("user")), s.tok.Count(speakerPrefix("assistant"))}
-	})
+// prefixTokens is an upper bound on the tokens of turn seq's line prefix
+// ("[t12] Caroline: ") and of the join with its content: the speaker part
+// is counted once per speaker and conversation (conv.speakerToks), the id
+// digits are bounded. It reads the turn's compact entry only. c.mu is held
+// (for reading will do).
+func (s *Store) prefixTokens(c *conv, seq int) int {
+	l, _ := c.liteAt(seq)
 	var n int
-	switch who {
-	case "user":
-		n = s.rolePrefix[0]
-	case "assistant":
-		n = s.rolePrefix[1]
-	default:
+	if i := int(l.speaker); i < len(c.speakerToks) {
+		n = int(atomic.LoadInt32(&c.speakerToks[i]))
+		if n == 0 {
+			n = s.tok.Count(speakerPrefix(c.speakerNames[i]))
+			atomic.StoreInt32(&c.speakerToks[i], int32(n))
+		}
+	} else if t := c.turn(seq); t != nil {
+		who := speakerName(t)
 		v, ok := s.prefixCache.Load(who)
 		if !ok {
 			v = s.tok.Count(speakerPrefix(who))
@@ -600,7 +604,7 @@ func (s *Store) prefixTokens(t *turnMeta) int {
 		n = v.(int)
 	}
 	digits := 1
-	for v := t.Seq; v >= 10; v /= 10 {
+	for v := seq; v >= 10; v /= 10 {
 		digits++
 	}
 	return n + 2 + (digits+2)/3 + 1

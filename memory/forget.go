@@ -930,6 +930,7 @@ func (c *conv) adopt(n *conv) {
 	c.turnSums = n.turnSums
 	c.tagWords, c.wordTags = n.tagWords, n.wordTags
 	c.vecs, c.vecFailed, c.tagVecs = n.vecs, n.vecFailed, nil
+	c.speakerNames, c.speakerIdx, c.speakerToks = n.speakerNames, n.speakerIdx, n.speakerToks
 	c.tokens, c.damaged, c.active = n.tokens, n.damaged, n.active
 	c.rewrites++
 }

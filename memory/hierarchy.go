@@ -135,7 +135,7 @@ func (s *Store) hierTurns(c *conv) []hierTurn {
 		if t.Empty || t.Damaged {
 			continue
 		}
-		pre := s.prefixTokens(t)
+		pre := s.prefixTokens(c, t.Seq)
 		h := hierTurn{seq: t.Seq, full: t.Tokens + pre + 1, short: !summarisable(t)}
 		if r := c.turnSums[t.Seq]; r != nil && !h.short {
 			h.summary = r.Tokens + pre + 4 // " (summary)"

@@ -161,8 +161,11 @@ func TestTurnLiteFollowsTurns(t *testing.T) {
 		var q, e int
 		sessions := map[int32]bool{}
 		for i := range c.turns {
-			if got, wantL := c.lite[i], liteOf(&c.turns[i]); got != wantL {
+			if got, wantL := c.lite[i], liteOf(&c.turns[i], c.lite[i].speaker); got != wantL {
 				t.Fatalf("%s: turn %d: lite %+v, want %+v", when, i+1, got, wantL)
+			}
+			if sp := c.lite[i].speaker; int(sp) >= len(c.speakerNames) || c.speakerNames[sp] != speakerName(&c.turns[i]) {
+				t.Fatalf("%s: turn %d: speaker slot %d does not name %q (%q)", when, i+1, sp, speakerName(&c.turns[i]), c.speakerNames)
 			}
 			if c.lite[i].question() {
 				q++
@@ -214,5 +217,50 @@ func TestTurnLiteFollowsTurns(t *testing.T) {
 	check("after a damaged record", n)
 	if damaged(t, s, "c") != 1 {
 		t.Fatal("the garbled record was not found damaged")
+	}
+}
+
+// TestPrefixTokensBoundsTheLinePrefix: the packer prices a turn's line as
+// its text plus prefixTokens, read from the turn's speaker slot. That must
+// bound the line's real tokens for every kind of speaker (role, name,
+// non-Latin name, long id), and a turn without a slot is priced the same
+// by name.
+func TestPrefixTokensBoundsTheLinePrefix(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{})
+	var msgs []Message
+	for i, who := range [][2]string{{"user", ""}, {"assistant", ""}, {"user", "Caroline"}, {"assistant", "Melanie"}, {"user", "Émilie-Zoë"}, {"user", "山田太郎"}, {"tool", ""}} {
+		msgs = append(msgs, msg(who[0], who[1], fmt.Sprintf("Line %d: the ferry leaves at nine.", i), t0.Add(time.Duration(i)*time.Minute)))
+	}
+	for i := len(msgs); i < 1005; i++ {
+		msgs = append(msgs, msg("user", "Caroline", fmt.Sprintf("filler %d", i), t0.Add(time.Duration(i)*time.Minute)))
+	}
+	ingest(t, s, "c", msgs[:500])
+	ingest(t, s, "c", msgs[500:])
+	c, err := s.conversation(ctx, "c", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.lock()
+	defer c.unlock()
+	if len(c.speakerNames) != 7 {
+		t.Fatalf("speaker slots %q, want one per speaker (7)", c.speakerNames)
+	}
+	for _, seq := range []int{1, 2, 3, 4, 5, 6, 7, 8, 99, 100, 1005} {
+		tm := c.turn(seq)
+		content, err := c.log.readContent(tm.Start, tm.End)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pre := s.prefixTokens(c, seq)
+		if real := s.tok.Count(turnPrefix(tm) + oneLine(content)); real > tm.Tokens+pre {
+			t.Errorf("t%d (%s): line is %d tokens, priced %d+%d", seq, speakerName(tm), real, tm.Tokens, pre)
+		}
+		slot := c.lite[seq-1].speaker
+		c.lite[seq-1].speaker = noSpeaker
+		if byName := s.prefixTokens(c, seq); byName != pre {
+			t.Errorf("t%d: %d prefix tokens by name, %d by slot", seq, byName, pre)
+		}
+		c.lite[seq-1].speaker = slot
 	}
 }

@@ -275,6 +275,6 @@ func (c *conv) markDamaged(seq int) {
 		}
 	}
 	t.Empty, t.Damaged, t.Tokens, t.Start, t.End = true, true, 0, 0, 0
-	c.lite[seq-1] = liteOf(t)
+	c.lite[seq-1] = liteOf(t, c.lite[seq-1].speaker)
 	c.damaged++
 }

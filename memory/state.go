@@ -215,9 +215,19 @@ type conv struct {
 	// tagVecs are the tag names' vectors, for closed-set semantic tag
 	// matching (recomputed in the background after a restart).
 	tagVecs map[string][]float32
-	tokens  int // all non-empty turns
-	damaged int // damaged placeholders
-	active  int // tokens of turns after CompactedThrough
+	// speakerNames lists the names turn lines give their speakers (a
+	// turn's name, or else its role), indexed by turnLite.speaker, and
+	// speakerIdx is the reverse. speakerToks[i] caches the tokens of
+	// speaker i's line prefix (0: not counted yet, as counting waits for
+	// the tokenizer's tables): recalls read and fill it under the read
+	// lock with atomic loads and stores; writers append under the write
+	// lock.
+	speakerNames []string
+	speakerIdx   map[string]uint16
+	speakerToks  []int32
+	tokens       int // all non-empty turns
+	damaged      int // damaged placeholders
+	active       int // tokens of turns after CompactedThrough
 }
 
 // lock takes both of c's locks: the holder may do I/O and change fields.
@@ -236,14 +246,14 @@ func newConv(id string) *conv {
 		id: id, ids: map[string]int{}, hashes: map[string]int{}, forgotten: map[string]bool{}, vocab: map[string]int{}, tagSeqs: map[string][]int{},
 		relatedBy: map[string][]string{}, tagSums: map[string]*tagSummaryRec{}, turnSums: map[int]*turnSummaryRec{},
 		working: map[string]WorkingEntry{}, speakers: map[string]int{},
-		tagWords: map[string][]string{}, wordTags: map[string][]string{},
+		tagWords: map[string][]string{}, wordTags: map[string][]string{}, speakerIdx: map[string]uint16{},
 	}
 }
 
 // addTurn folds one turn into the in-memory indexes.
 func (c *conv) addTurn(t turnMeta) {
 	c.turns = append(c.turns, t)
-	c.lite = append(c.lite, liteOf(&t))
+	c.lite = append(c.lite, liteOf(&t, c.speakerOf(&t)))
 	c.lineToks = append(c.lineToks, 0)
 	if t.Damaged {
 		c.damaged++
@@ -293,15 +303,20 @@ type turnLite struct {
 	session int32
 	tokens  int32 // capped at math.MaxInt32
 	flags   uint8
+	speaker uint16 // index into conv.speakerNames, or noSpeaker
 }
+
+// noSpeaker marks a turn whose speaker did not get a slot (a conversation
+// with 65,535 speaker names already): its prefix is counted by name.
+const noSpeaker = math.MaxUint16
 
 const (
 	liteEmpty uint8 = 1 << iota
 	liteQuestion
 )
 
-func liteOf(t *turnMeta) turnLite {
-	l := turnLite{session: int32(t.Session), tokens: int32(min(t.Tokens, math.MaxInt32))}
+func liteOf(t *turnMeta, speaker uint16) turnLite {
+	l := turnLite{session: int32(t.Session), tokens: int32(min(t.Tokens, math.MaxInt32)), speaker: speaker}
 	if t.Empty {
 		l.flags |= liteEmpty
 	}
@@ -309,6 +324,31 @@ func liteOf(t *turnMeta) turnLite {
 		l.flags |= liteQuestion
 	}
 	return l
+}
+
+// speakerName is the name a turn's line gives its speaker.
+func speakerName(t *turnMeta) string {
+	if t.Name != "" {
+		return t.Name
+	}
+	return t.Role
+}
+
+// speakerOf returns t's speaker slot, adding one for a new name. c.mu is
+// held for writing (or c is not shared yet).
+func (c *conv) speakerOf(t *turnMeta) uint16 {
+	who := speakerName(t)
+	if i, ok := c.speakerIdx[who]; ok {
+		return i
+	}
+	if len(c.speakerNames) >= noSpeaker {
+		return noSpeaker
+	}
+	i := uint16(len(c.speakerNames))
+	c.speakerNames = append(c.speakerNames, who)
+	c.speakerToks = append(c.speakerToks, 0)
+	c.speakerIdx[who] = i
+	return i
 }
 
 func (l turnLite) empty() bool    { return l.flags&liteEmpty != 0 }

@@ -87,13 +87,9 @@ type Store struct {
 
 	set *settingsBox // settings that change at run time (settings.go)
 
-	// rolePrefix holds the tokens of a turn line's speaker prefix for the
-	// two roles (most turns), counted at the first recall (counting waits
-	// for the cl100k tables, which Open leaves loading in the background);
-	// prefixCache the rest, by name (few speakers).
-	rolePrefix     [2]int
-	rolePrefixOnce sync.Once
-	prefixCache    sync.Map
+	// prefixCache holds the tokens of the speaker prefixes of turns
+	// without a speaker slot (conv.speakerToks holds the rest), by name.
+	prefixCache sync.Map
 
 	// mu guards convs, lru, ops and closing (see the lock order above).
 	mu      sync.Mutex
