@@ -36,10 +36,12 @@ type pick struct {
 
 // summaryPick is one summary chosen for an assembly.
 type summaryPick struct {
-	c    *conv
-	ref  SummaryRef
-	text string
-	cost int
+	c   *conv
+	ref SummaryRef
+	// head and body make its text, head + "\n" + body, which is built only
+	// for the summaries rendered: most candidates do not fit.
+	head, body string
+	cost       int
 }
 
 // assemble packs the ranked turns and the matched topics' summaries into the
@@ -410,7 +412,7 @@ func render(header string, rules, picks []pick, sums []summaryPick, hint string,
 		size += len(p.text) + 48 // and perhaps a session header
 	}
 	for _, sp := range sums {
-		size += len(sp.text) + 1
+		size += len(sp.head) + len(sp.body) + 2
 	}
 	b.Grow(size)
 	b.WriteString(header)
@@ -427,7 +429,9 @@ func render(header string, rules, picks []pick, sums []summaryPick, hint string,
 		}
 		b.WriteString("## Topic summaries\n")
 		for _, sp := range sums {
-			b.WriteString(sp.text)
+			b.WriteString(sp.head)
+			b.WriteByte('\n')
+			b.WriteString(sp.body)
 			b.WriteByte('\n')
 		}
 	}
@@ -487,8 +491,12 @@ func oneLine(s string) string { return strings.TrimRight(s, " \t\r\n") }
 // turns, best first.
 func (s *Store) topicSummaries(convs []*conv, matched []string, ranked rankedList) []summaryPick {
 	var out []summaryPick
-	seenTag := map[string]bool{}
-	seenSeg := map[string]bool{}
+	type tagKey struct {
+		c   *conv
+		tag string
+	}
+	seenTag := map[tagKey]bool{}
+	seenSeg := map[*segmentRec]bool{}
 	tags := append([]string(nil), matched...)
 	for _, cd := range ranked.top(10) {
 		if t := cd.c.turn(cd.seq); t != nil && len(t.Tags) > 0 {
@@ -497,11 +505,11 @@ func (s *Store) topicSummaries(convs []*conv, matched []string, ranked rankedLis
 	}
 	for _, c := range convs {
 		for _, tag := range tags {
-			if ts, ok := c.tagSums[tag]; ok && !seenTag[c.id+"#"+tag] {
-				seenTag[c.id+"#"+tag] = true
+			if ts, ok := c.tagSums[tag]; ok && !seenTag[tagKey{c, tag}] {
+				seenTag[tagKey{c, tag}] = true
 				head := "### " + tag
 				out = append(out, summaryPick{c: c, ref: SummaryRef{Kind: "tag", ID: tag, Tag: tag, ConversationID: c.id, Tokens: ts.Tokens},
-					text: head + "\n" + ts.Summary, cost: estimateTokens(head) + ts.Tokens + 2})
+					head: head, body: ts.Summary, cost: estimateTokens(head) + ts.Tokens + 2})
 			}
 		}
 		// Segments holding the best compacted hits.
@@ -514,14 +522,13 @@ func (s *Store) topicSummaries(convs []*conv, matched []string, ranked rankedLis
 				continue
 			}
 			sg := c.segs[t.Segment-1]
-			k := fmt.Sprintf("%s#%d", c.id, sg.ID)
-			if seenSeg[k] {
+			if seenSeg[sg] {
 				continue
 			}
-			seenSeg[k] = true
-			head := fmt.Sprintf("### %s (turns %s-%s, %s)", sg.Primary, turnID(sg.First), turnID(sg.Last), sg.Start.Format("2 Jan 2006"))
-			out = append(out, summaryPick{c: c, ref: SummaryRef{Kind: "segment", ID: fmt.Sprintf("s%d", sg.ID), Tag: sg.Primary, ConversationID: c.id, Tokens: sg.SummaryTokens},
-				text: head + "\n" + sg.Summary, cost: estimateTokens(head) + sg.SummaryTokens + 2})
+			seenSeg[sg] = true
+			head := "### " + sg.Primary + " (turns " + turnID(sg.First) + "-" + turnID(sg.Last) + ", " + sg.Start.Format("2 Jan 2006") + ")"
+			out = append(out, summaryPick{c: c, ref: SummaryRef{Kind: "segment", ID: "s" + strconv.Itoa(sg.ID), Tag: sg.Primary, ConversationID: c.id, Tokens: sg.SummaryTokens},
+				head: head, body: sg.Summary, cost: estimateTokens(head) + sg.SummaryTokens + 2})
 		}
 	}
 	return out
@@ -537,7 +544,7 @@ func (s *Store) overview(convs []*conv) []summaryPick {
 			if ts, ok := c.tagSums[tag]; ok {
 				head := fmt.Sprintf("### %s (%d turns)", tag, c.vocab[tag])
 				out = append(out, summaryPick{c: c, ref: SummaryRef{Kind: "tag", ID: tag, Tag: tag, ConversationID: c.id, Tokens: ts.Tokens},
-					text: head + "\n" + ts.Summary, cost: estimateTokens(head) + ts.Tokens + 2})
+					head: head, body: ts.Summary, cost: estimateTokens(head) + ts.Tokens + 2})
 			}
 		}
 	}
