@@ -2,6 +2,7 @@ package memory
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -123,7 +124,9 @@ func newCandidates(n int) []candidate {
 			return l[:0]
 		}
 	}
-	return make([]candidate, 0, n)
+	// Rounded up to a power of two, so that a list fits the next recalls
+	// of about the same size: their sizes vary with the query.
+	return make([]candidate, 0, 1<<bits.Len(uint(max(n, 64)-1)))
 }
 
 // release gives r's list back for another recall; r must not be used
