@@ -73,6 +73,22 @@ func logLine(t *testing.T, data []byte, n int) (int, int) {
 	return start, start + bytes.IndexByte(data[start:], '\n')
 }
 
+// garble writes 8 garbage bytes in the middle of line n (1-based) of the
+// log at path, as a damaged disk would, and returns the log as written.
+func garble(t *testing.T, path string, n int) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := logLine(t, data, n)
+	copy(data[(lo+hi)/2:], "GARBAGE!")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 // The review's reproduction: 8 garbage bytes inside record 25 of 50.
 func TestDamagedRecordKeepsTheOthers(t *testing.T) {
 	dir := t.TempDir()
@@ -84,16 +100,7 @@ func TestDamagedRecordKeepsTheOthers(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lo, hi := logLine(t, data, 25)
-	mid := (lo + hi) / 2
-	copy(data[mid:], "GARBAGE!")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	data := garble(t, path, 25)
 	want49 := func(s *Store, stage string, extra int) {
 		t.Helper()
 		got := readable(t, s, "c")

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -204,15 +203,7 @@ func TestTurnLiteFollowsTurns(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lo, hi := logLine(t, data, 3)
-	copy(data[(lo+hi)/2:], "GARBAGE!")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	garble(t, path, 3)
 	s = openTest(t, opts)
 	check("after a damaged record", n)
 	if damaged(t, s, "c") != 1 {
