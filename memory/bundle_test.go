@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -586,5 +587,54 @@ func TestBundleLeavesDamagedRecordsOut(t *testing.T) {
 	fq, err := d.FindQuote(ctx, FindQuoteRequest{ConversationID: "d", Query: "appointment number 6"})
 	if err != nil || len(fq.Quotes) == 0 || fq.Quotes[0].TurnID != "t6" {
 		t.Errorf("find_quote after the gap: %+v, %v; want t6 under its own id", fq.Quotes, err)
+	}
+}
+
+// TestReadsGoOnDuringABundleMerge: a merge that extends a loaded
+// conversation replays what it appended into a fork of the state, holding
+// only the writers' lock. Recall, find_quote and status answer with the
+// state as it was while the replay is held, though its turns are in the
+// index already; once the fork is in place they see the merged turns.
+func TestReadsGoOnDuringABundleMerge(t *testing.T) {
+	ctx := context.Background()
+	src := openTest(t, Options{})
+	ingest(t, src, "a", chat(8, t0))
+	first := readBundle(t, exportAll(t, src))
+	ingest(t, src, "a", chat(12, t0)[8:])
+	second := readBundle(t, exportAll(t, src))
+
+	s := openTest(t, Options{})
+	if _, err := s.ImportBundle(ctx, first, BundleImportOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	replayHook = func() { once.Do(func() { close(held); <-release }) }
+	t.Cleanup(func() { replayHook = nil })
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := s.ImportBundle(ctx, second, BundleImportOptions{Merge: true}, nil)
+		wrote <- err
+	}()
+	<-held
+	whileHeld(t, release, wrote, "a bundle merge held in its replay", func() error {
+		return readsAnswer(s, "a", "when is the vet appointment for Rex?", "GOMAXPROCS is 12", func(r RecallResult, q FindQuoteResult) error {
+			if !strings.Contains(r.Text, "vet clinic") {
+				return fmt.Errorf("recall during the merge lost the stored turns:\n%s", r.Text)
+			}
+			if len(q.Quotes) != 0 {
+				return fmt.Errorf("find_quote during the merge quoted %d turns that are not in place yet", len(q.Quotes))
+			}
+			return nil
+		})
+	})
+	replayHook = nil
+	st, err := s.Status(ctx, "a")
+	if err != nil || st.Totals.Turns != 12 {
+		t.Fatalf("after the merge: %d turns, %v; want 12", st.Totals.Turns, err)
+	}
+	q, err := s.FindQuote(ctx, FindQuoteRequest{ConversationID: "a", Query: "GOMAXPROCS is 12"})
+	if err != nil || len(q.Quotes) == 0 {
+		t.Fatalf("find_quote after the merge: %v, %d quotes; want the merged turn", err, len(q.Quotes))
 	}
 }

@@ -135,7 +135,10 @@ func (s *Store) conversationShared(ctx context.Context, id string, create bool) 
 		return nil, err
 	}
 	// Loaded before the lines arrived (here or by another caller): replay them.
-	c.mu.RLock() // writers of this process change the files under c.mu
+	// A writer of this process between its append and its commit makes the
+	// files look ahead: the refresh then waits for its writer lock and
+	// finds nothing to replay.
+	c.mu.RLock()
 	local, err := s.localHeads(id)
 	if err != nil {
 		c.mu.RUnlock()

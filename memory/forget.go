@@ -514,6 +514,8 @@ func (s *Store) afterRewrite(ctx context.Context, c *conv, nlog rewrittenLog, rl
 	rl.lock()
 	old := c.log
 	c.adopt(n)
+	c.rewrites++ // the embedder drops vectors it made from the old texts
+	c.tagVecs = nil
 	rl.unlock()
 	releaseOld(s, c, old)
 	forgot := map[string]bool{}
@@ -920,19 +922,18 @@ func (s *Store) rebuildConv(ctx context.Context, c *conv, log *masterLog, edits 
 	return n, nil
 }
 
-// adopt takes over n's state (a rebuilt copy of c). c.mu is held for
-// writing.
+// adopt takes over n's state: a rebuilt copy of c (a rewrite) or a fork
+// of it that a writer changed. c.mu is held for writing.
 func (c *conv) adopt(n *conv) {
 	c.log, c.dlog, c.replay, c.meta = n.log, n.dlog, nil, n.meta
-	c.turns, c.lite, c.ids, c.hashes, c.forgotten = n.turns, n.lite, n.ids, n.hashes, n.forgotten
+	c.turns, c.lite, c.lineToks, c.ids, c.hashes, c.forgotten = n.turns, n.lite, n.lineToks, n.ids, n.hashes, n.forgotten
 	c.vocab, c.tagSeqs, c.relatedBy = n.vocab, n.tagSeqs, n.relatedBy
 	c.segs, c.tagSums, c.working, c.speakers, c.rules = n.segs, n.tagSums, n.working, n.speakers, n.rules
 	c.turnSums = n.turnSums
 	c.tagWords, c.wordTags = n.tagWords, n.wordTags
-	c.vecs, c.vecFailed, c.tagVecs = n.vecs, n.vecFailed, nil
+	c.vecs, c.vecFailed, c.tagVecs = n.vecs, n.vecFailed, n.tagVecs
 	c.speakerNames, c.speakerIdx, c.speakerToks = n.speakerNames, n.speakerIdx, n.speakerToks
 	c.tokens, c.damaged, c.active = n.tokens, n.damaged, n.active
-	c.rewrites++
 }
 
 // purgeIndex force-merges the full-text index so that deleted documents

@@ -416,29 +416,58 @@ func (s *Store) checkAhead(ctx context.Context, id string, sess SharedSession) e
 
 // refresh replays what pull appended to a loaded conversation's files: new
 // decisions (tags first), new master records, then the other decisions.
+// It replays into a fork of the state under the writers' lock, so reads
+// go on meanwhile, and puts the fork in place under the readers' lock.
 func (s *Store) refresh(ctx context.Context, c *conv) error {
 	c.compactMu.Lock()
 	defer c.compactMu.Unlock()
-	c.lock()
-	defer c.unlock()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	if c.dlog != nil { // its end moved: reopened on the next decision
 		if err := c.dlog.close(); err != nil {
 			return err
 		}
 		c.dlog = nil
 	}
+	return s.replayForked(ctx, c)
+}
+
+// replayForked replays what was appended to c's logs beyond its state
+// (replayTail's work for a loaded conversation) into a fork of c, and puts
+// the fork in place, whether the replay completed or not: what it did is
+// committed, as a replay in place would have left it. c.compactMu and c.wmu
+// are held; c.mu is taken only to put the fork in place.
+func (s *Store) replayForked(ctx context.Context, c *conv) error {
+	n := c.fork()
+	err := s.replayInto(ctx, n)
+	if replayHook != nil {
+		replayHook()
+	}
+	c.mu.Lock()
+	c.adopt(n)
+	c.mu.Unlock()
+	return err
+}
+
+// replayHook, when set (tests only), runs once a forked replay is done,
+// before the fork is put in place.
+var replayHook func()
+
+// replayInto replays n's logs beyond its state into n, which no reader
+// sees.
+func (s *Store) replayInto(ctx context.Context, n *conv) error {
 	var err error
-	if c.replay, err = s.loadReplay(c); err != nil {
+	if n.replay, err = s.loadReplay(n); err != nil {
 		return err
 	}
-	defer func() { c.replay = nil }()
-	if err := s.reconcileLog(ctx, c); err != nil {
+	defer func() { n.replay = nil }()
+	if err := s.reconcileLog(ctx, n); err != nil {
 		return err
 	}
-	if err := s.applyReplay(ctx, c); err != nil {
+	if err := s.applyReplay(ctx, n); err != nil {
 		return err
 	}
-	s.catchUpIndex(ctx, c)
+	s.catchUpIndex(ctx, n)
 	return nil
 }
 
@@ -770,15 +799,17 @@ func (s *Store) pullAll() {
 // reconciler; a shared one answers reads caught up). A failure is left to
 // the reconciler.
 func (s *Store) indexNow(ctx context.Context, c *conv) {
-	c.lock()
-	defer c.unlock()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	if len(c.turns) > c.meta.IndexedThrough {
-		if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns), heldBoth); err != nil {
+		if err := s.indexTurns(ctx, c, c.meta.IndexedThrough+1, len(c.turns), heldWriter); err != nil {
 			s.log.Warn("indexing shared turns failed; the reconciler retries", "conversation", c.id, "err", err)
 			s.kickReconciler()
 			return
 		}
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err := s.indexSummaries(ctx, c); err != nil {
 		s.log.Warn("indexing shared summaries failed; the reconciler retries", "conversation", c.id, "err", err)
 		s.kickReconciler()

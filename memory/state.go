@@ -6,13 +6,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/vc-mcp/vc-mcp/index"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/vc-mcp/vc-mcp/index"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -174,7 +177,9 @@ type tagSummaryRec struct {
 //     fsync. Forget and redaction rewrite the logs under wmu too, readers
 //     reading the old log's open file until the rebuilt state is in place
 //     (rewriteLock in forget.go); where an open file cannot be replaced
-//     (Windows) they hold both locks, as a bundle import does (c.lock).
+//     (Windows) they hold both locks (c.lock). A replay of what another
+//     process (a shared store's refresh) or a bundle import appended to
+//     the logs runs on a fork of the state under wmu (fork, adopt).
 //
 // compactMu serialises compactions so that the slow part (summarising) runs
 // without either held. The order is compactMu, wmu, mu (store.go).
@@ -248,6 +253,54 @@ func newConv(id string) *conv {
 		working: map[string]WorkingEntry{}, speakers: map[string]int{},
 		tagWords: map[string][]string{}, wordTags: map[string][]string{}, speakerIdx: map[string]uint16{},
 	}
+}
+
+// fork returns a private copy of c's state that a writer changes without
+// the readers' lock, to put in place with adopt under c.mu once its I/O is
+// done (a replay of what another process or a bundle appended to the
+// logs). What writers change in place is copied: the turns, the compact
+// arrays, the maps, and the slices inside the tag maps (a tag's turns are
+// kept sorted by inserting). What they only replace or append to is
+// shared: the records the maps point at, the turns' tag slices (appends
+// land beyond the readers' lengths), the vectors (only the embedder writes
+// them, under c.wmu), the log handles. c.wmu is held, so the state does
+// not change meanwhile; readers may still fill the atomic caches, read
+// here with atomic loads.
+func (c *conv) fork() *conv {
+	n := &conv{id: c.id, log: c.log, dlog: c.dlog, meta: c.meta, rewrites: c.rewrites, vecs: c.vecs,
+		tokens: c.tokens, damaged: c.damaged, active: c.active}
+	n.turns = slices.Clone(c.turns)
+	n.lite = slices.Clone(c.lite)
+	n.lineToks = make([]uint64, len(c.lineToks))
+	for i := range c.lineToks {
+		n.lineToks[i] = atomic.LoadUint64(&c.lineToks[i])
+	}
+	n.speakerNames = slices.Clone(c.speakerNames)
+	n.speakerIdx = maps.Clone(c.speakerIdx)
+	n.speakerToks = make([]int32, len(c.speakerToks))
+	for i := range c.speakerToks {
+		n.speakerToks[i] = atomic.LoadInt32(&c.speakerToks[i])
+	}
+	n.ids, n.hashes, n.forgotten = maps.Clone(c.ids), maps.Clone(c.hashes), maps.Clone(c.forgotten)
+	n.vocab, n.speakers = maps.Clone(c.vocab), maps.Clone(c.speakers)
+	n.tagSeqs, n.relatedBy = cloneLists(c.tagSeqs), cloneLists(c.relatedBy)
+	n.tagWords, n.wordTags = cloneLists(c.tagWords), cloneLists(c.wordTags)
+	n.segs, n.rules = slices.Clone(c.segs), slices.Clone(c.rules)
+	n.tagSums, n.turnSums, n.working = maps.Clone(c.tagSums), maps.Clone(c.turnSums), maps.Clone(c.working)
+	n.vecFailed, n.tagVecs = maps.Clone(c.vecFailed), maps.Clone(c.tagVecs)
+	return n
+}
+
+// cloneLists copies a map of slices and each slice.
+func cloneLists[K comparable, V any](m map[K][]V) map[K][]V {
+	if m == nil {
+		return nil
+	}
+	out := make(map[K][]V, len(m))
+	for k, v := range m {
+		out[k] = slices.Clone(v)
+	}
+	return out
 }
 
 // addTurn folds one turn into the in-memory indexes.

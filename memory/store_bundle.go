@@ -437,8 +437,8 @@ func (s *Store) extendConversation(ctx context.Context, bc BundleConversation) (
 	}
 	c.compactMu.Lock()
 	defer c.compactMu.Unlock()
-	c.lock()
-	defer c.unlock()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	stored, err := s.convRecords(c)
 	if err != nil {
 		return 0, 0, err
@@ -467,17 +467,10 @@ func (s *Store) extendConversation(ctx context.Context, bc BundleConversation) (
 			return 0, 0, err
 		}
 	}
-	if c.replay, err = s.loadReplay(c); err != nil {
+	// Reads go on with the state as it was until the replay is in place.
+	if err := s.replayForked(ctx, c); err != nil {
 		return 0, 0, err
 	}
-	defer func() { c.replay = nil }()
-	if err := s.reconcileLog(ctx, c); err != nil {
-		return 0, 0, err
-	}
-	if err := s.applyReplay(ctx, c); err != nil {
-		return 0, 0, err
-	}
-	s.catchUpIndex(ctx, c)
 	if len(c.turns) >= first {
 		s.publish(Change{Kind: ChangeStored, ConversationID: c.id, TurnIDs: turnIDs(first, len(c.turns))})
 	}
