@@ -471,13 +471,7 @@ func (s *Store) afterRewrite(ctx context.Context, c *conv, nlog rewrittenLog, rl
 	}
 	n, err := s.rebuildConv(ctx, c, nlog.log, edits)
 	if err != nil {
-		// The state stays as it was, over the new log (as a store opening
-		// it would find them): readers stop reading the old one.
-		rl.lock()
-		old := c.log
-		c.log, c.meta.LogSize = nlog.log, nlog.size
-		rl.unlock()
-		releaseOld(s, c, old)
+		useLog(s, c, nlog, rl)
 		return err
 	}
 	// Index documents nothing regenerates: forgotten turns, dropped topics,
@@ -550,6 +544,17 @@ func (s *Store) afterRewrite(ctx context.Context, c *conv, nlog rewrittenLog, rl
 	s.publish(ch)
 	s.kickEmbedder()
 	return nil
+}
+
+// useLog puts a rewritten log under c's state as it was, when the state
+// could not be rebuilt from it (as a store opening them would find them):
+// readers and writers stop using the old file.
+func useLog(s *Store, c *conv, nlog rewrittenLog, rl rewriteLock) {
+	rl.lock()
+	old := c.log
+	c.log, c.meta.LogSize = nlog.log, nlog.size
+	rl.unlock()
+	releaseOld(s, c, old)
 }
 
 // releaseOld closes a master log replaced by a rewrite, once the reads in

@@ -832,10 +832,17 @@ func (s *Store) adoptRewrite(ctx context.Context, id string, read func() (LogLin
 	if err != nil {
 		return err
 	}
+	// As a forget of this process does: the writers' lock throughout, the
+	// readers' lock only to put the rebuilt state in place (rewriteLock).
 	c.compactMu.Lock()
 	defer c.compactMu.Unlock()
-	c.lock()
-	defer c.unlock()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	rl := rewriteLock{c: c, whole: !replaceOpenFiles}
+	if rl.whole {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+	}
 	mu := s.shared.fileMu(id)
 	mu.Lock()
 	defer mu.Unlock()
@@ -890,18 +897,27 @@ func (s *Store) adoptRewrite(ctx context.Context, id string, read func() (LogLin
 		}
 		c.dlog = nil
 	}
-	if err := c.log.replace(master); err != nil {
-		return s.divergedError(id, fmt.Errorf("replace the cached master log: %w", err))
-	}
+	// The generation goes last: until it is written, the next use finds
+	// the cache of an older generation and adopts the shared logs again.
 	if err := os.MkdirAll(filepath.Dir(s.decisionsPath(id)), 0o700); err != nil {
 		return err
 	}
 	if err := atomicWrite(s.decisionsPath(id), decisions); err != nil {
 		return s.divergedError(id, fmt.Errorf("replace the cached decisions log: %w", err))
 	}
+	nlog := rewrittenLog{c.log, int64(len(master))}
+	if rl.whole {
+		if err := c.log.replace(master); err != nil {
+			return s.divergedError(id, fmt.Errorf("replace the cached master log: %w", err))
+		}
+	} else if nlog.log, err = c.log.successor(master); err != nil {
+		// The new file may be in place: nothing reads the old one on.
+		return s.divergedError(id, fmt.Errorf("replace the cached master log: %w", errors.Join(err, c.log.release())))
+	}
 	if err := s.writeGen(id, gen); err != nil {
+		useLog(s, c, nlog, rl)
 		return s.divergedError(id, err)
 	}
 	s.log.Info("another process rewrote a shared conversation; rebuilt it from the shared store", "conversation", id, "turns_rewritten", len(seqs), "generation", gen)
-	return s.afterRewrite(ctx, c, rewrittenLog{c.log, int64(len(master))}, rewriteLock{c: c, whole: true}, edits, seqs, affected, gone)
+	return s.afterRewrite(ctx, c, nlog, rl, edits, seqs, affected, gone)
 }
