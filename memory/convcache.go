@@ -272,15 +272,16 @@ func (s *Store) unload(convs []*conv) {
 			s.log.Warn("closing an unloaded conversation's log failed", "conversation", c.id, "err", err)
 		}
 		// Writers pin what they load, so no decision is being appended; the
-		// next writer reopens the decisions log. Closing syncs pending tags.
-		c.lock()
+		// next writer reopens the decisions log. Closing syncs pending tags:
+		// the writers' lock is enough (readers do not use the log).
+		c.wmu.Lock()
 		if c.dlog != nil {
 			if err := c.dlog.close(); err != nil {
 				s.log.Warn("closing an unloaded conversation's decisions log failed", "conversation", c.id, "err", err)
 			}
 			c.dlog = nil
 		}
-		c.unlock()
+		c.wmu.Unlock()
 	}
 }
 
