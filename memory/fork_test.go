@@ -162,3 +162,23 @@ func sep(depth int) byte {
 	}
 	return ' '
 }
+
+// BenchmarkFork is what a replay into a fork (a shared store's refresh, a
+// bundle merge) pays to copy the state, at 10,000 turns.
+func BenchmarkFork(b *testing.B) {
+	s := openTest(b, Options{ContextWindow: 8000, ProtectedTurns: 4, noSync: true})
+	msgs := chat(10000, t0)
+	for i := 0; i < len(msgs); i += 500 {
+		ingest(b, s, "c", msgs[i:i+500])
+	}
+	c, err := s.conversation(context.Background(), "c", false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = c.fork()
+	}
+}
