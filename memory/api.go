@@ -118,6 +118,11 @@ type Options struct {
 	// LockTimeout is how long Open waits for another process to release the
 	// data directory (default 1s).
 	LockTimeout time.Duration
+	// WarmConversations is how many of the most recently written
+	// conversations Open loads in the background, so that a host's first
+	// recall after a start does not wait for its conversation to load
+	// (servers set it; 0 loads none ahead).
+	WarmConversations int
 	// MaxOpenConversations caps the conversations kept loaded (each with
 	// its master log open); the least recently used beyond it are unloaded
 	// and loaded again on demand. 0 means 256.

@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -376,4 +379,69 @@ func (s *Store) loadedConvs() []*conv {
 		}
 	}
 	return out
+}
+
+// warmStart loads the n conversations written most recently, one after
+// the other, in the background. Each load is a read operation, so Close
+// waits for the one in flight; the next one then finds the store closing
+// and the goroutine ends (Close waits for that too, warmDone).
+func (s *Store) warmStart(n int) {
+	ids, err := s.recentIDs(n)
+	if err != nil {
+		s.log.Warn("listing recent conversations to load ahead failed", "err", err)
+		return
+	}
+	if len(ids) == 0 {
+		return
+	}
+	s.warmDone = make(chan struct{})
+	go func() {
+		defer close(s.warmDone)
+		for _, id := range ids {
+			ctx, end, err := s.begin(context.Background(), opRead)
+			if err != nil {
+				return // closing
+			}
+			// A load, not a read for a caller: no owner check.
+			if _, err := s.conversationShared(ctx, id, false); err != nil && !errors.Is(err, ErrClosed) {
+				s.log.Warn("loading a recent conversation ahead failed", "conversation", id, "err", err)
+			}
+			end()
+		}
+	}()
+}
+
+// recentIDs lists up to n conversation ids, the most recently written
+// first.
+func (s *Store) recentIDs(n int) ([]string, error) {
+	type recent struct {
+		id string
+		at time.Time
+	}
+	var all []recent
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketConvs).ForEach(func(k, v []byte) error {
+			var m struct {
+				Updated time.Time `json:"updated"`
+			}
+			if json.Unmarshal(v, &m) == nil {
+				all = append(all, recent{string(k), m.Updated})
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list conversations: %w", err)
+	}
+	slices.SortFunc(all, func(a, b recent) int {
+		if c := b.at.Compare(a.at); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	ids := make([]string, 0, min(n, len(all)))
+	for _, r := range all[:min(n, len(all))] {
+		ids = append(ids, r.id)
+	}
+	return ids, nil
 }

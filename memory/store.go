@@ -126,6 +126,7 @@ type Store struct {
 	reqs     sync.Map
 	reqw     *requestWriter // nil before Open's end and after Close
 	warm     *lineWarmer    // nil before Open's end
+	warmDone chan struct{}  // closed when warmStart's loads end; nil without
 }
 
 // holder identifies the process that holds a data directory.
@@ -322,6 +323,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s.startReconciler()
 	s.startRequestWriter()
 	s.startTTL()
+	if n := min(s.opts.WarmConversations, s.opts.MaxOpenConversations); n > 0 {
+		s.warmStart(n)
+	}
 	if opts.Embedder != nil {
 		ectx, cancel := context.WithCancel(context.Background())
 		s.kick, s.embedDone, s.stopEmbed = make(chan struct{}, 1), make(chan struct{}), cancel
@@ -474,6 +478,9 @@ func (s *Store) Close() error {
 		<-s.embedDone
 	}
 	s.stopReconciler()
+	if s.warmDone != nil {
+		<-s.warmDone // it stops at the next conversation
+	}
 	s.stopLineWarmer()
 	if s.stopTTL != nil {
 		s.stopTTL()

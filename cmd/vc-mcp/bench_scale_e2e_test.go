@@ -59,6 +59,9 @@ func TestBenchScaleThroughProtocol(t *testing.T) {
 	if row.FirstRecall.N != 5 || row.FirstRecallAfterCrash.N != 5 || row.FirstRecallAfterCrash.P50 < row.InitializeAfterCrash.P50 {
 		t.Errorf("first recall timings %+v, after a crash %+v; want 5 each, after the initialize", row.FirstRecall, row.FirstRecallAfterCrash)
 	}
+	if row.RecallAfterPause.N != 3 || row.RecallAfterPause.P50 <= 0 || row.RecallAfterPause.P50 >= 1000 {
+		t.Errorf("first recall a second after initialize: %+v; want 3 timings of the recall alone, without the pause", row.RecallAfterPause)
+	}
 	var md bytes.Buffer
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)

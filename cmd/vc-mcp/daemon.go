@@ -135,6 +135,7 @@ func runOwner(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer sm.close()
+	opts.WarmConversations = serverWarmConversations
 	store, err := memory.Open(ctx, opts)
 	if errors.Is(err, memory.ErrLocked) {
 		log.Info("another vc-mcp process owns the data directory; leaving it the job", "data_dir", cfg.DataDir)

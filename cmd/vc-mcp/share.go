@@ -42,6 +42,7 @@ func runBridge(ctx context.Context, cfg settings, args []string, stdin io.Reader
 // hosts reconnect to this process's socket. release lets new daemons start
 // again once this process serves the socket.
 func openShared(ctx context.Context, cfg settings, opts memory.Options, take bool, log *slog.Logger) (*memory.Store, func(), error) {
+	opts.WarmConversations = serverWarmConversations
 	store, err := memory.Open(ctx, opts)
 	if err == nil || !take || !errors.Is(err, memory.ErrLocked) {
 		return store, func() {}, err

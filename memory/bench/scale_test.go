@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMain lets the test binary play a minimal stdio MCP server, so that
@@ -57,6 +58,13 @@ func TestTimeStart(t *testing.T) {
 	}
 	if st.Initialize <= 0 || st.FirstRecall < st.Initialize {
 		t.Errorf("TimeStart = %+v, want initialize > 0 and the first recall after it", st)
+	}
+	paused, err := timeStart(context.Background(), os.Args[0], t.TempDir(), 50*time.Millisecond)
+	if err != nil {
+		t.Fatalf("timeStart with a pause: %v", err)
+	}
+	if paused.RecallAfterPause <= 0 || paused.FirstRecall < paused.RecallAfterPause+50*time.Millisecond {
+		t.Errorf("timeStart with a 50 ms pause = %+v, want the recall timed alone, after the pause", paused)
 	}
 	if _, err := TimeStart(context.Background(), "/nonexistent/vc-mcp", t.TempDir()); err == nil {
 		t.Errorf("TimeStart on a missing binary: nil error, want one")
