@@ -132,7 +132,10 @@
 // exported method is an operation; Close refuses new ones (ErrClosed),
 // waits for those in flight, then saves and closes. At most
 // Options.MaxOpenConversations conversations stay loaded (LRU); each loads
-// without holding Store.mu.
+// without holding Store.mu, and servers load the conversations written last
+// in the background at Open (Options.WarmConversations). A replay of what
+// another process or a bundle appended runs on a private copy of the
+// conversation (conv.fork) that is put in place in one step.
 //
 // Failures of the data directory (disk full, permissions, a damaged vc.db)
 // are *StorageError values wrapping ErrStorage, whose message says what to
