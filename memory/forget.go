@@ -328,13 +328,8 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 	// 3. Rewrite the logs and rebuild the derived state, holding the
 	// writers' lock; readers wait only for the rebuilt state to be put in
 	// place (rewriteLock).
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	rl := rewriteLock{c: c, whole: !replaceOpenFiles}
-	if rl.whole {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-	}
+	rl, unlock := lockRewrite(c)
+	defer unlock()
 	if size, err := c.log.size(); err != nil || size != c.meta.LogSize {
 		rl.lock()
 		err := s.reconcileLog(ctx, c)
@@ -426,6 +421,19 @@ type VectorForgetter interface {
 type rewriteLock struct {
 	c     *conv
 	whole bool
+}
+
+// lockRewrite takes c's locks for a rewrite of its logs: the writers'
+// lock, and the readers' lock too where an open file cannot be replaced.
+// The caller defers unlock.
+func lockRewrite(c *conv) (rl rewriteLock, unlock func()) {
+	c.wmu.Lock()
+	rl = rewriteLock{c: c, whole: !replaceOpenFiles}
+	if rl.whole {
+		c.mu.Lock()
+		return rl, func() { c.mu.Unlock(); c.wmu.Unlock() }
+	}
+	return rl, c.wmu.Unlock
 }
 
 func (l rewriteLock) lock() {

@@ -836,13 +836,8 @@ func (s *Store) adoptRewrite(ctx context.Context, id string, read func() (LogLin
 	// readers' lock only to put the rebuilt state in place (rewriteLock).
 	c.compactMu.Lock()
 	defer c.compactMu.Unlock()
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	rl := rewriteLock{c: c, whole: !replaceOpenFiles}
-	if rl.whole {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-	}
+	rl, unlock := lockRewrite(c)
+	defer unlock()
 	mu := s.shared.fileMu(id)
 	mu.Lock()
 	defer mu.Unlock()

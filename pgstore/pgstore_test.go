@@ -233,6 +233,7 @@ func TestConcurrentIngestAndRecall(t *testing.T) {
 		acked++
 		if stored[k.(string)] == 0 {
 			lost++
+			t.Errorf("acknowledged but not in the shared log: %.80q", strings.ReplaceAll(k.(string), "\x00", " / "))
 		}
 		return true
 	})
