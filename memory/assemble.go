@@ -475,11 +475,7 @@ func sessionHeader(c *conv, t *turnMeta, multi bool) string {
 }
 
 func turnPrefix(t *turnMeta) string {
-	who := t.Name
-	if who == "" {
-		who = t.Role
-	}
-	return "[" + turnID(t.Seq) + "] " + who + ": "
+	return "[" + turnID(t.Seq) + "] " + speakerName(t) + ": "
 }
 
 // oneLine keeps a turn on one logical line block: the content is verbatim,

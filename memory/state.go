@@ -174,8 +174,9 @@ type tagSummaryRec struct {
 //     collapse_topic, aliases, an owner's claim, summary regeneration,
 //     context-item changes, clearing per-message summaries) take mu only
 //     for the change itself once their I/O is done, so readers wait at
-//     most for that change, never for their fsync. Forget and redaction (this process's, or another's adopted
-//     from a shared store) rewrite the logs under wmu too, readers
+//     most for that change, never for their fsync. Forget and redaction
+//     (this process's, or another's adopted from a shared store) rewrite
+//     the logs under wmu too, readers
 //     reading the old log's open file until the rebuilt state is in place
 //     (rewriteLock in forget.go); where an open file cannot be replaced
 //     (Windows) they hold both locks (c.lock). A replay of what another
