@@ -381,22 +381,20 @@ func (s *Store) loadedConvs() []*conv {
 	return out
 }
 
-// warmStart loads the n conversations written most recently, one after
-// the other, in the background. Each load is a read operation, so Close
+// warmStart lists and loads the n conversations written most recently,
+// one after the other, in the background. Each load is a read operation, so Close
 // waits for the one in flight; the next one then finds the store closing
 // and the goroutine ends (Close waits for that too, warmDone).
 func (s *Store) warmStart(n int) {
-	ids, err := s.recentIDs(n)
-	if err != nil {
-		s.log.Warn("listing recent conversations to load ahead failed", "err", err)
-		return
-	}
-	if len(ids) == 0 {
-		return
-	}
 	s.warmDone = make(chan struct{})
 	go func() {
 		defer close(s.warmDone)
+		// Listed here, not in Open: it decodes every conversation's header.
+		ids, err := s.recentIDs(n)
+		if err != nil {
+			s.log.Warn("listing recent conversations to load ahead failed", "err", err)
+			return
+		}
 		for _, id := range ids {
 			ctx, end, err := s.begin(context.Background(), opRead)
 			if err != nil {
