@@ -571,6 +571,9 @@ func (s *Store) pushRewrite(ctx context.Context, id string, sess SharedSession) 
 	if size(lines.Master) != local.Master || size(lines.Decisions) != local.Decisions {
 		return fmt.Errorf("refusing to share a rewritten log that ends mid-line")
 	}
+	if local.Gen != sess.Heads().Gen {
+		return fmt.Errorf("refusing to share a rewrite of %q made on generation %d of its logs: the shared ones are at %d", id, local.Gen, sess.Heads().Gen)
+	}
 	ctx = context.WithoutCancel(ctx)
 	if err := sess.Rewrite(ctx, lines); err != nil {
 		return err
@@ -585,8 +588,11 @@ func (s *Store) pushRewrite(ctx context.Context, id string, sess SharedSession) 
 }
 
 func (s *Store) push(ctx context.Context, id string, sess SharedSession) error {
-	lines, _, err := s.localLines(id, sess.Heads())
+	lines, local, err := s.localLines(id, sess.Heads())
 	if err != nil {
+		return err
+	}
+	if err := extendsSession(id, local, sess.Heads()); err != nil {
 		return err
 	}
 	// A caller that gave up after its lines were written locally still
@@ -599,6 +605,19 @@ func (s *Store) push(ctx context.Context, id string, sess SharedSession) error {
 		}
 	}
 	return sess.Commit(ctx)
+}
+
+// extendsSession checks that the cache (local) still extends the shared
+// logs as the session found them: the operation's lines are what the cache
+// holds beyond them. Nothing but this session writes the cache files while
+// it holds the lock; a cache changed under it (another generation, or cut
+// back) would make the commit send the wrong lines, or none, for what the
+// operation is about to acknowledge.
+func extendsSession(id string, local, shared LogHeads) error {
+	if local.Gen != shared.Gen || local.Master < shared.Master || local.Decisions < shared.Decisions {
+		return fmt.Errorf("the cache of %q changed under this write (generation %d, %d and %d bytes; the shared logs: generation %d, %d and %d bytes)", id, local.Gen, local.Master, local.Decisions, shared.Gen, shared.Master, shared.Decisions)
+	}
+	return nil
 }
 
 // openShared brings the cache directory in line with the shared logs before
@@ -845,8 +864,16 @@ func (s *Store) adoptRewrite(ctx context.Context, id string, read func() (LogLin
 	if err != nil {
 		return err
 	}
-	if local.Gen == gen {
-		return nil // another caller of this process adopted it
+	if local.Gen >= gen {
+		// Another caller of this process adopted these logs, or newer ones
+		// (generations only go up). read's snapshot may be older than what
+		// the cache holds now: a reader that took it, then waited for the
+		// locks while another process rewrote again and a writer of this
+		// process adopted that and appended. Putting the old snapshot in
+		// place would drop those appends from the cache, and a forget of
+		// this process that had caught up already would then replace the
+		// shared logs with that cache, dropping them everywhere.
+		return nil
 	}
 	old, err := os.ReadFile(s.logPath(id))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
