@@ -581,150 +581,12 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 	if r == nil {
 		return nil
 	}
-	meta := c.meta
-	changedTurns := map[int]bool{}
-	changedSegs := map[int]bool{}
-	changedSums := map[string]bool{}
-	droppedSums := map[string]bool{}
-	workingChanged, summariesChanged, turnSumsChanged := false, false, false
-	// replaceSums puts a decision's remade segment and topic summaries in
-	// place (regenerated summaries, or those a forget rewrote).
-	replaceSums := func(d decision) {
-		for i := range d.Segments {
-			sg := d.Segments[i]
-			if sg.ID < 1 || sg.ID > len(c.segs) {
-				s.log.Warn("replay: summary of an unknown segment skipped", "conversation", c.id, "segment", sg.ID, "kind", d.Kind)
-				continue
-			}
-			c.segs[sg.ID-1] = &sg
-			changedSegs[sg.ID] = true
-		}
-		for i := range d.TagSums {
-			ts := d.TagSums[i]
-			c.tagSums[ts.Tag] = &ts
-			changedSums[ts.Tag] = true
-			delete(droppedSums, ts.Tag)
-		}
-	}
+	a := &replayChanges{s: s, c: c, meta: c.meta,
+		turns: map[int]bool{}, segs: map[int]bool{}, sums: map[string]bool{}, dropped: map[string]bool{}}
 	for _, d := range r.rest {
-		switch d.Kind {
-		case decCompact:
-			firstID, firstSeq := 0, 0
-			for _, sg := range d.Segments {
-				if firstID == 0 || sg.ID < firstID {
-					firstID, firstSeq = sg.ID, sg.First
-				}
-			}
-			for _, ref := range d.SegRefs {
-				if firstID == 0 || ref.ID < firstID {
-					firstID, firstSeq = ref.ID, ref.First
-				}
-			}
-			if firstID == 0 || d.Through <= meta.CompactedThrough || d.Through > len(c.turns) ||
-				firstID != len(c.segs)+1 || firstSeq != meta.CompactedThrough+1 {
-				s.log.Warn("replay: compaction decision does not fit the stored state; skipped", "conversation", c.id, "through", d.Through)
-				continue
-			}
-			segs := slices.Clone(d.Segments)
-			for _, ref := range d.SegRefs {
-				segs = append(segs, s.resolveSegment(ctx, c, ref))
-			}
-			sort.Slice(segs, func(i, j int) bool { return segs[i].ID < segs[j].ID })
-			for i := range segs {
-				sg := segs[i]
-				c.segs = append(c.segs, &sg)
-				changedSegs[sg.ID] = true
-				for seq := sg.First; seq <= sg.Last && seq <= len(c.turns); seq++ {
-					c.turns[seq-1].Segment = sg.ID
-				}
-			}
-			for i := range d.TagSums {
-				ts := d.TagSums[i]
-				c.tagSums[ts.Tag] = &ts
-				changedSums[ts.Tag] = true
-				delete(droppedSums, ts.Tag)
-			}
-			for _, ref := range d.TagRefs {
-				if ref.Add == nil {
-					ref.Add = derivedAdd(ref.Tag, segs)
-				}
-				ts := s.resolveRollup(ctx, c, ref)
-				c.tagSums[ts.Tag] = ts
-				changedSums[ts.Tag] = true
-				delete(droppedSums, ts.Tag)
-			}
-			meta.CompactedThrough = d.Through
-			summariesChanged = true
-		case decSummaries:
-			replaceSums(d)
-			summariesChanged = true
-		case decSplit:
-			if d.Split == nil {
-				continue
-			}
-			sp := d.Split
-			meta.SplitChecked = maps.Clone(meta.SplitChecked)
-			if meta.SplitChecked == nil {
-				meta.SplitChecked = map[string]int{}
-			}
-			meta.SplitChecked[sp.Tag] = sp.Count
-			if sp.Aliases != nil {
-				meta.Aliases = maps.Clone(sp.Aliases)
-			}
-			for seq, tags := range sp.Turns {
-				t := c.turn(seq)
-				if t == nil {
-					continue
-				}
-				c.addTags(seq, tags)
-				changedTurns[seq] = true
-			}
-		case decForget:
-			replaceSums(d)
-			if d.Forget != nil {
-				for _, tag := range d.Forget.Dropped {
-					if _, ok := c.tagSums[tag]; ok || changedSums[tag] {
-						delete(c.tagSums, tag)
-						delete(changedSums, tag)
-						droppedSums[tag] = true
-					}
-				}
-				for _, t := range d.Forget.Turns {
-					c.forgotten[t.Hash] = true
-				}
-			}
-			summariesChanged = true
-		case decAliases:
-			meta.Aliases = maps.Clone(d.Aliases)
-		case decOwner:
-			if meta.Owner == "" { // the first owner stays
-				meta.Owner = d.Owner
-			}
-		case decItems:
-			meta.Items = d.Items.clone()
-		case decTurnSums:
-			for i := range d.TurnSums {
-				r := d.TurnSums[i]
-				if t := c.turn(r.Seq); t == nil || t.Hash != r.Hash {
-					s.log.Warn("replay: summary of a turn that is not the one summarised skipped", "conversation", c.id, "turn", r.Seq)
-					continue
-				}
-				c.turnSums[r.Seq] = &r
-			}
-			turnSumsChanged = true
-		case decTurnSumsClear:
-			c.turnSums = map[int]*turnSummaryRec{}
-			turnSumsChanged = true
-		case decWorking:
-			c.working = make(map[string]WorkingEntry, len(d.Working))
-			for _, w := range d.Working {
-				c.working[w.Tag] = w
-			}
-			workingChanged = true
-		default:
-			s.log.Warn("replay: unknown decision kind skipped", "conversation", c.id, "kind", d.Kind)
-		}
+		a.apply(ctx, d)
 	}
+	meta := a.meta
 	c.meta.CompactedThrough = meta.CompactedThrough
 	c.active = 0
 	for seq := meta.CompactedThrough + 1; seq <= len(c.turns); seq++ {
@@ -734,58 +596,10 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 	if c.dlog != nil && c.dlog.end > meta.DecisionsSize {
 		meta.DecisionsSize = c.dlog.end
 	}
-	if summariesChanged {
+	if a.summaries {
 		meta.SummaryGen++
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		b, err := convBucket(tx, c.id)
-		if err != nil {
-			return err
-		}
-		tb, sb, rb := b.Bucket(bucketTurns), b.Bucket(bucketSegments), b.Bucket(bucketTagSums)
-		turns := make([]*turnMeta, 0, len(changedTurns))
-		for seq := range changedTurns {
-			turns = append(turns, c.turn(seq))
-		}
-		if err := putTurns(tb, turns...); err != nil {
-			return err
-		}
-		segs := make([]*segmentRec, 0, len(changedSegs))
-		for id := range changedSegs {
-			segs = append(segs, c.segs[id-1])
-		}
-		if err := putSegments(sb, segs...); err != nil {
-			return err
-		}
-		for tag := range changedSums {
-			if err := putTagSum(rb, c.tagSums[tag]); err != nil {
-				return err
-			}
-		}
-		for tag := range droppedSums {
-			if err := rb.Delete([]byte(tag)); err != nil {
-				return err
-			}
-		}
-		if workingChanged {
-			if err := putWorking(b, c.working); err != nil {
-				return err
-			}
-		}
-		if turnSumsChanged {
-			if err := resetBucket(b, bucketTurnSums); err != nil {
-				return err
-			}
-			tsb := b.Bucket(bucketTurnSums)
-			for seq, r := range c.turnSums {
-				if err := putJSON(tsb, seqKey(seq), r); err != nil {
-					return err
-				}
-			}
-		}
-		return putMeta(tx, meta)
-	})
-	if err != nil {
+	if err := s.db.Update(func(tx *bolt.Tx) error { return a.commit(tx, meta) }); err != nil {
 		return fmt.Errorf("commit replayed decisions of %s: %w", c.id, err)
 	}
 	c.meta = meta
@@ -794,7 +608,7 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 	}
 	// Turns already in the index whose tags changed are indexed again.
 	var reindex []int
-	for seq := range changedTurns {
+	for seq := range a.turns {
 		if seq <= c.meta.IndexedThrough {
 			reindex = append(reindex, seq)
 		}
@@ -806,6 +620,231 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 		}
 	}
 	return nil
+}
+
+// replayChanges is one replay of decisions: each kind of decision is folded
+// into the conversation by its own method, which records what it changed,
+// and commit writes those records, and meta, in one transaction.
+type replayChanges struct {
+	s    *Store
+	c    *conv
+	meta convMeta
+	// turns, segs and sums were changed; dropped are topic summaries gone.
+	turns, segs   map[int]bool
+	sums, dropped map[string]bool
+	// working, summaries and turnSums: the working set, the segment or
+	// topic summaries, and the per-turn summaries changed.
+	working, summaries, turnSums bool
+}
+
+func (a *replayChanges) apply(ctx context.Context, d decision) {
+	c := a.c
+	switch d.Kind {
+	case decCompact:
+		a.compact(ctx, d)
+	case decSummaries:
+		a.replaceSums(d)
+	case decSplit:
+		a.split(d)
+	case decForget:
+		a.forget(d)
+	case decAliases:
+		a.meta.Aliases = maps.Clone(d.Aliases)
+	case decOwner:
+		if a.meta.Owner == "" { // the first owner stays
+			a.meta.Owner = d.Owner
+		}
+	case decItems:
+		a.meta.Items = d.Items.clone()
+	case decTurnSums:
+		for i := range d.TurnSums {
+			r := d.TurnSums[i]
+			if t := c.turn(r.Seq); t == nil || t.Hash != r.Hash {
+				a.s.log.Warn("replay: summary of a turn that is not the one summarised skipped", "conversation", c.id, "turn", r.Seq)
+				continue
+			}
+			c.turnSums[r.Seq] = &r
+		}
+		a.turnSums = true
+	case decTurnSumsClear:
+		c.turnSums = map[int]*turnSummaryRec{}
+		a.turnSums = true
+	case decWorking:
+		c.working = make(map[string]WorkingEntry, len(d.Working))
+		for _, w := range d.Working {
+			c.working[w.Tag] = w
+		}
+		a.working = true
+	default:
+		a.s.log.Warn("replay: unknown decision kind skipped", "conversation", c.id, "kind", d.Kind)
+	}
+}
+
+// compact appends a compaction's segments and puts its topic summaries in
+// place, if it starts where the conversation's compacted part ends.
+func (a *replayChanges) compact(ctx context.Context, d decision) {
+	c := a.c
+	firstID, firstSeq := 0, 0
+	for _, sg := range d.Segments {
+		if firstID == 0 || sg.ID < firstID {
+			firstID, firstSeq = sg.ID, sg.First
+		}
+	}
+	for _, ref := range d.SegRefs {
+		if firstID == 0 || ref.ID < firstID {
+			firstID, firstSeq = ref.ID, ref.First
+		}
+	}
+	if firstID == 0 || d.Through <= a.meta.CompactedThrough || d.Through > len(c.turns) ||
+		firstID != len(c.segs)+1 || firstSeq != a.meta.CompactedThrough+1 {
+		a.s.log.Warn("replay: compaction decision does not fit the stored state; skipped", "conversation", c.id, "through", d.Through)
+		return
+	}
+	segs := slices.Clone(d.Segments)
+	for _, ref := range d.SegRefs {
+		segs = append(segs, a.s.resolveSegment(ctx, c, ref))
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].ID < segs[j].ID })
+	for i := range segs {
+		sg := segs[i]
+		c.segs = append(c.segs, &sg)
+		a.segs[sg.ID] = true
+		for seq := sg.First; seq <= sg.Last && seq <= len(c.turns); seq++ {
+			c.turns[seq-1].Segment = sg.ID
+		}
+	}
+	for i := range d.TagSums {
+		ts := d.TagSums[i]
+		a.setTagSum(&ts)
+	}
+	for _, ref := range d.TagRefs {
+		if ref.Add == nil {
+			ref.Add = derivedAdd(ref.Tag, segs)
+		}
+		a.setTagSum(a.s.resolveRollup(ctx, c, ref))
+	}
+	a.meta.CompactedThrough = d.Through
+	a.summaries = true
+}
+
+// replaceSums puts a decision's remade segment and topic summaries in
+// place (regenerated summaries, or those a forget rewrote).
+func (a *replayChanges) replaceSums(d decision) {
+	c := a.c
+	for i := range d.Segments {
+		sg := d.Segments[i]
+		if sg.ID < 1 || sg.ID > len(c.segs) {
+			a.s.log.Warn("replay: summary of an unknown segment skipped", "conversation", c.id, "segment", sg.ID, "kind", d.Kind)
+			continue
+		}
+		c.segs[sg.ID-1] = &sg
+		a.segs[sg.ID] = true
+	}
+	for i := range d.TagSums {
+		ts := d.TagSums[i]
+		a.setTagSum(&ts)
+	}
+	a.summaries = true
+}
+
+func (a *replayChanges) setTagSum(ts *tagSummaryRec) {
+	a.c.tagSums[ts.Tag] = ts
+	a.sums[ts.Tag] = true
+	delete(a.dropped, ts.Tag)
+}
+
+// split records a topic split: the turns' new tags and the aliases.
+func (a *replayChanges) split(d decision) {
+	sp := d.Split
+	if sp == nil {
+		return
+	}
+	a.meta.SplitChecked = maps.Clone(a.meta.SplitChecked)
+	if a.meta.SplitChecked == nil {
+		a.meta.SplitChecked = map[string]int{}
+	}
+	a.meta.SplitChecked[sp.Tag] = sp.Count
+	if sp.Aliases != nil {
+		a.meta.Aliases = maps.Clone(sp.Aliases)
+	}
+	for seq, tags := range sp.Turns {
+		if a.c.turn(seq) == nil {
+			continue
+		}
+		a.c.addTags(seq, tags)
+		a.turns[seq] = true
+	}
+}
+
+// forget puts a forget's remade summaries in place, drops the topics
+// nothing is left of, and remembers the forgotten turns' hashes.
+func (a *replayChanges) forget(d decision) {
+	c := a.c
+	a.replaceSums(d)
+	if d.Forget == nil {
+		return
+	}
+	for _, tag := range d.Forget.Dropped {
+		if _, ok := c.tagSums[tag]; ok || a.sums[tag] {
+			delete(c.tagSums, tag)
+			delete(a.sums, tag)
+			a.dropped[tag] = true
+		}
+	}
+	for _, t := range d.Forget.Turns {
+		c.forgotten[t.Hash] = true
+	}
+}
+
+// commit writes what the replay changed, and meta, in tx.
+func (a *replayChanges) commit(tx *bolt.Tx, meta convMeta) error {
+	c := a.c
+	b, err := convBucket(tx, c.id)
+	if err != nil {
+		return err
+	}
+	tb, sb, rb := b.Bucket(bucketTurns), b.Bucket(bucketSegments), b.Bucket(bucketTagSums)
+	turns := make([]*turnMeta, 0, len(a.turns))
+	for seq := range a.turns {
+		turns = append(turns, c.turn(seq))
+	}
+	if err := putTurns(tb, turns...); err != nil {
+		return err
+	}
+	segs := make([]*segmentRec, 0, len(a.segs))
+	for id := range a.segs {
+		segs = append(segs, c.segs[id-1])
+	}
+	if err := putSegments(sb, segs...); err != nil {
+		return err
+	}
+	for tag := range a.sums {
+		if err := putTagSum(rb, c.tagSums[tag]); err != nil {
+			return err
+		}
+	}
+	for tag := range a.dropped {
+		if err := rb.Delete([]byte(tag)); err != nil {
+			return err
+		}
+	}
+	if a.working {
+		if err := putWorking(b, c.working); err != nil {
+			return err
+		}
+	}
+	if a.turnSums {
+		if err := resetBucket(b, bucketTurnSums); err != nil {
+			return err
+		}
+		tsb := b.Bucket(bucketTurnSums)
+		for seq, r := range c.turnSums {
+			if err := putJSON(tsb, seqKey(seq), r); err != nil {
+				return err
+			}
+		}
+	}
+	return putMeta(tx, meta)
 }
 
 // addTags gives turn seq the tags it lacks from tags, keeping the

@@ -202,20 +202,54 @@ type rewriteOutcome struct {
 // rewriteTurns replaces the master log records of the turns in edits: a
 // nil edit forgets the turn (a placeholder without text), any other
 // replaces its content (same sequence number; a redaction). Everything
-// derived from those turns follows (see the top of this file). c.compactMu
-// is held; c.mu is not.
+// derived from those turns follows (see the top of this file), in three
+// steps: what the edits touch (planRewrite, under the readers' lock), the
+// summaries made again (resummarise, no lock held), then the logs
+// rewritten and the state rebuilt (commitRewrite, under the writers'
+// lock). c.compactMu is held; c.mu is not.
 func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRecord, reason string) (rewriteOutcome, error) {
-	var out rewriteOutcome
-	// 1. What the edited turns touch, and the segments to summarise again.
+	p, err := s.planRewrite(c, edits)
+	if err != nil {
+		return rewriteOutcome{}, err
+	}
+	out, err := s.resummarise(ctx, c, &p)
+	if err != nil {
+		return out, err
+	}
+	return out, s.commitRewrite(ctx, c, edits, reason, &p)
+}
+
+// rewritePlan is what a rewrite's edits touch, and then the summaries it
+// makes again.
+type rewritePlan struct {
+	// all are the conversation's segments as they will be: copies, the
+	// affected ones remade.
+	all          []*segmentRec
+	affectedSegs map[int]bool
+	affectedTags map[string]bool
+	// plans are the affected segments with turns left, to summarise
+	// again; emptied are those with none.
+	plans   []segmentPlan
+	emptied []*segmentRec
+	// gone are the topics only edited turns carried; hadRollup the topics
+	// with a topic summary.
+	gone, hadRollup map[string]bool
+	// fresh are the remade segments, rollups the remade topic summaries,
+	// dropped the topics nothing is left of (set by resummarise).
+	fresh   []*segmentRec
+	rollups []*tagSummaryRec
+	dropped []string
+}
+
+// planRewrite lists what the edits touch: the segments and topics whose
+// summaries hold text of edited turns, with the text they keep.
+func (s *Store) planRewrite(c *conv, edits map[int]*logRecord) (rewritePlan, error) {
 	c.mu.RLock()
-	all := make([]*segmentRec, len(c.segs))
-	affectedSegs := map[int]bool{}
-	affectedTags := map[string]bool{}
-	var plans []segmentPlan
-	var emptied []*segmentRec
+	defer c.mu.RUnlock()
+	p := rewritePlan{all: make([]*segmentRec, len(c.segs)), affectedSegs: map[int]bool{}, affectedTags: map[string]bool{}, hadRollup: map[string]bool{}}
 	for i, sg := range c.segs {
 		cp := *sg
-		all[i] = &cp
+		p.all[i] = &cp
 		hit := false
 		for seq := sg.First; seq <= sg.Last && !hit; seq++ {
 			_, hit = edits[seq]
@@ -223,12 +257,12 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 		if !hit {
 			continue
 		}
-		affectedSegs[sg.ID] = true
+		p.affectedSegs[sg.ID] = true
 		for _, t := range sg.Tags {
-			affectedTags[t] = true
+			p.affectedTags[t] = true
 		}
-		p := segmentPlan{rec: cp}
-		p.rec.FullTokens = 0
+		sp := segmentPlan{rec: cp}
+		sp.rec.FullTokens = 0
 		var kept []string
 		for seq := sg.First; seq <= sg.Last; seq++ {
 			t := c.turn(seq)
@@ -242,14 +276,13 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 			} else {
 				rec, err := c.log.read(t.Start, t.End)
 				if err != nil {
-					c.mu.RUnlock()
-					return out, err
+					return p, err
 				}
 				text = rec.Content
 			}
-			p.rec.FullTokens += s.tok.Count(text)
+			sp.rec.FullTokens += s.tok.Count(text)
 			kept = mergeTags(kept, t.Tags)
-			p.turns = append(p.turns, summarize.Turn{ID: turnID(seq), Role: t.Role, Speaker: t.Name, Time: t.When, Text: text})
+			sp.turns = append(sp.turns, summarize.Turn{ID: turnID(seq), Role: t.Role, Speaker: t.Name, Time: t.When, Text: text})
 		}
 		var tags []string
 		for _, t := range sg.Tags {
@@ -257,77 +290,84 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 				tags = append(tags, t)
 			}
 		}
-		p.rec.Tags = tags
-		if !contains(tags, p.rec.Primary) {
-			p.rec.Primary = ""
+		sp.rec.Tags = tags
+		if !contains(tags, sp.rec.Primary) {
+			sp.rec.Primary = ""
 			if len(tags) > 0 {
-				p.rec.Primary = tags[0]
+				sp.rec.Primary = tags[0]
 			}
 		}
-		if len(p.turns) == 0 {
-			p.rec.Summary, p.rec.SummaryTokens, p.rec.Entities, p.rec.Decisions = "", 0, nil, nil
-			p.rec.Tags, p.rec.Primary, p.rec.CreatedAt = nil, "", s.now().UTC()
-			e := p.rec
-			emptied = append(emptied, &e)
-			all[i] = &e
+		if len(sp.turns) == 0 {
+			sp.rec.Summary, sp.rec.SummaryTokens, sp.rec.Entities, sp.rec.Decisions = "", 0, nil, nil
+			sp.rec.Tags, sp.rec.Primary, sp.rec.CreatedAt = nil, "", s.now().UTC()
+			e := sp.rec
+			p.emptied = append(p.emptied, &e)
+			p.all[i] = &e
 			continue
 		}
-		plans = append(plans, p)
+		p.plans = append(p.plans, sp)
 	}
 	// Topics carried only by forgotten turns vanish, names included.
-	gone := c.goneTopics(edits)
-	hadRollup := map[string]bool{}
+	p.gone = c.goneTopics(edits)
 	for tag, r := range c.tagSums {
 		for _, id := range r.Segments {
-			if affectedSegs[id] {
-				affectedTags[tag] = true
+			if p.affectedSegs[id] {
+				p.affectedTags[tag] = true
 			}
 		}
-		hadRollup[tag] = true
+		p.hadRollup[tag] = true
 	}
-	c.mu.RUnlock()
+	return p, nil
+}
 
-	// 2. Summarise again, with no lock held.
-	if err := s.summariseSegments(ctx, c.id, plans, func(string) {}); err != nil {
+// resummarise makes the affected segments' and topics' summaries again,
+// with no lock held (a model may take its time).
+func (s *Store) resummarise(ctx context.Context, c *conv, p *rewritePlan) (rewriteOutcome, error) {
+	var out rewriteOutcome
+	if err := s.summariseSegments(ctx, c.id, p.plans, func(string) {}); err != nil {
 		return out, err
 	}
-	fresh := slices.Clone(emptied)
-	for i := range plans {
-		fresh = append(fresh, &plans[i].rec)
-		all[plans[i].rec.ID-1] = &plans[i].rec
+	p.fresh = slices.Clone(p.emptied)
+	for i := range p.plans {
+		p.fresh = append(p.fresh, &p.plans[i].rec)
+		p.all[p.plans[i].rec.ID-1] = &p.plans[i].rec
 	}
-	sort.Slice(fresh, func(i, j int) bool { return fresh[i].ID < fresh[j].ID })
+	sort.Slice(p.fresh, func(i, j int) bool { return p.fresh[i].ID < p.fresh[j].ID })
 	carried := map[string]int{}
-	for _, sg := range all {
+	for _, sg := range p.all {
 		for _, t := range sg.Tags {
 			carried[t]++
 		}
 	}
 	var candidates []string
-	for t := range affectedTags {
+	for t := range p.affectedTags {
 		candidates = append(candidates, t)
 	}
 	sort.Strings(candidates)
 	var keep []string
-	for _, t := range earnedTags(candidates, all, func(t string) bool { return hadRollup[t] }) {
+	for _, t := range earnedTags(candidates, p.all, func(t string) bool { return p.hadRollup[t] }) {
 		if carried[t] > 0 {
 			keep = append(keep, t)
 		}
 	}
 	for _, t := range candidates {
-		if hadRollup[t] && !contains(keep, t) {
-			out.dropped = append(out.dropped, t)
+		if p.hadRollup[t] && !contains(keep, t) {
+			p.dropped = append(p.dropped, t)
 		}
 	}
-	rollups, err := s.rollup(ctx, c.id, keep, fullRollups(keep, all), func(string) {})
+	rollups, err := s.rollup(ctx, c.id, keep, fullRollups(keep, p.all), func(string) {})
 	if err != nil {
 		return out, err
 	}
-	out.remade = len(fresh) + len(rollups)
+	p.rollups = rollups
+	out.remade, out.dropped = len(p.fresh)+len(rollups), p.dropped
+	return out, nil
+}
 
-	// 3. Rewrite the logs and rebuild the derived state, holding the
-	// writers' lock; readers wait only for the rebuilt state to be put in
-	// place (rewriteLock).
+// commitRewrite rewrites the logs and rebuilds the derived state, holding
+// the writers' lock; readers wait only for the rebuilt state to be put in
+// place (rewriteLock).
+func (s *Store) commitRewrite(ctx context.Context, c *conv, edits map[int]*logRecord, reason string, p *rewritePlan) error {
 	rl, unlock := lockRewrite(c)
 	defer unlock()
 	if size, err := c.log.size(); err != nil || size != c.meta.LogSize {
@@ -335,10 +375,10 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 		err := s.reconcileLog(ctx, c)
 		rl.unlock()
 		if err != nil {
-			return out, err
+			return err
 		}
 	}
-	tomb := &forgetRec{Reason: reason, Dropped: out.dropped}
+	tomb := &forgetRec{Reason: reason, Dropped: p.dropped}
 	var oldTexts []string // what the turns' vectors were computed from
 	recs := make(map[int]logRecord, len(edits))
 	seqs := make([]int, 0, len(edits))
@@ -349,11 +389,11 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 	for _, seq := range seqs {
 		t := c.turn(seq)
 		if t == nil || t.Damaged {
-			return out, fmt.Errorf("%w: turn %s of %q cannot be rewritten (missing or damaged)", ErrInvalid, turnID(seq), c.id)
+			return fmt.Errorf("%w: turn %s of %q cannot be rewritten (missing or damaged)", ErrInvalid, turnID(seq), c.id)
 		}
 		old, err := c.log.read(t.Start, t.End)
 		if err != nil {
-			return out, err
+			return err
 		}
 		// What the vector was computed from: the text after the speaker's
 		// name (embedText), or the text alone (vector format 1).
@@ -372,35 +412,35 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 			At: old.At, Hash: old.Hash, ToolUse: old.ToolUse, ToolResult: old.ToolResult, Forgotten: true}
 		tomb.Turns = append(tomb.Turns, forgotTurn{Seq: seq, Hash: old.Hash})
 	}
-	dec := decision{Kind: decForget, Forget: tomb, Segments: make([]segmentRec, len(fresh)), TagSums: make([]tagSummaryRec, len(rollups))}
-	for i, r := range fresh {
+	dec := decision{Kind: decForget, Forget: tomb, Segments: make([]segmentRec, len(p.fresh)), TagSums: make([]tagSummaryRec, len(p.rollups))}
+	for i, r := range p.fresh {
 		dec.Segments[i] = *r
 	}
-	for i, r := range rollups {
+	for i, r := range p.rollups {
 		dec.TagSums[i] = *r
 	}
 	// With shared logs, the commit replaces them with the rewritten files.
 	if err := s.markRewrite(ctx, c.id); err != nil {
-		return out, err
+		return err
 	}
 	// The tombstone goes first: should the process die between the two
 	// renames, the same forget run again finds the turns and finishes.
-	if err := s.rewriteDecisions(c, edits, scrubSet{segs: affectedSegs, tags: affectedTags, gone: gone}, dec); err != nil {
-		return out, s.storageError(err, "nothing was forgotten")
+	if err := s.rewriteDecisions(c, edits, scrubSet{segs: p.affectedSegs, tags: p.affectedTags, gone: p.gone}, dec); err != nil {
+		return s.storageError(err, "nothing was forgotten")
 	}
 	nlog, err := s.rewriteMasterLog(c, recs, rl)
 	if err != nil {
-		return out, s.storageError(err, "the summaries were rewritten but the turns were not; run the same forget again")
+		return s.storageError(err, "the summaries were rewritten but the turns were not; run the same forget again")
 	}
-	if err := s.afterRewrite(ctx, c, nlog, rl, edits, seqs, affectedTags, gone); err != nil {
-		return out, err
+	if err := s.afterRewrite(ctx, c, nlog, rl, edits, seqs, p.affectedTags, p.gone); err != nil {
+		return err
 	}
 	if vf, ok := s.opts.Embedder.(VectorForgetter); ok {
 		if err := vf.ForgetVectors(ctx, oldTexts); err != nil {
 			s.log.Warn("dropping the vectors of rewritten turns from the embedder's cache failed", "conversation", c.id, "err", err)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // VectorForgetter is optionally implemented by an Embedder that keeps the
