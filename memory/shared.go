@@ -341,6 +341,12 @@ func (s *Store) sharedBefore(ctx context.Context, o *op, id string) (bool, error
 			// Another process forgot or redacted: start again from its logs.
 			if err = s.adoptRewrite(ctx, id, func() (LogLines, error) { return sess.Read(ctx, LogHeads{}) }); err == nil {
 				_, ahead, err = s.pull(ctx, id, sess.Heads(), func(from LogHeads) (LogLines, error) { return sess.Read(ctx, from) })
+				if errors.Is(err, ErrRewritten) {
+					// Under the lock nothing is newer than the shared logs,
+					// yet the cache is of a later generation: they went back
+					// (restored from a backup, or reset).
+					err = s.divergedError(id, err)
+				}
 				pulled = true
 			}
 		}

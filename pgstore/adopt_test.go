@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/vc-mcp/vc-mcp/internal/pgtest"
 	"github.com/vc-mcp/vc-mcp/memory"
 	"github.com/vc-mcp/vc-mcp/pgstore"
@@ -121,4 +123,74 @@ func TestAnOldSnapshotNeverRollsTheCacheBack(t *testing.T) {
 	if n != 1 || got.Gen != 3 {
 		t.Fatalf("the shared logs (generation %d) hold the acknowledged message %d times, want generation 3 and once", got.Gen, n)
 	}
+}
+
+// TestSharedLogsGoingBackAskForARestart: the shared logs of a conversation
+// go back to an earlier generation (PostgreSQL restored from a backup taken
+// before a forget) while a process holds a cache of the later one. Its next
+// write is refused with what to do, nothing is sent, and after a restart
+// the cache is rebuilt from the shared logs and writes go on.
+func TestSharedLogsGoingBackAskForARestart(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := open(t, url, dir, 0)
+	ingest(t, a, "c", "before the backup")
+	pg, err := pgstore.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	backup, err := pg.Read(ctx, "c", memory.LogHeads{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingest(t, a, "c", "a note about zebranote1, to forget")
+	if res, err := a.Forget(ctx, memory.ForgetRequest{ConversationID: "c", Query: "zebranote1"}); err != nil || res.Forgotten != 1 {
+		t.Fatalf("forget: %+v, %v", res, err)
+	}
+	// The restore: the conversation's rows as they were, generation 0.
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, q := range []string{`DELETE FROM vc_master_log WHERE conversation = 'c'`, `DELETE FROM vc_decisions WHERE conversation = 'c'`,
+		`UPDATE vc_conversations SET generation = 0, master_bytes = 0, master_lines = 0, decisions_bytes = 0, decisions_lines = 0 WHERE id = 'c'`} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sess, err := pg.Lock(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Append(ctx, memory.LogLines{Master: backup.Master, Decisions: backup.Decisions}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = a.Ingest(ctx, memory.IngestRequest{ConversationID: "c", Messages: []memory.Message{{Role: "user", Content: text("after the restore")}}})
+	if err == nil || !strings.Contains(err.Error(), "restart vc-mcp") {
+		t.Fatalf("a write on a cache newer than the shared logs: %v, want an error asking for a restart", err)
+	}
+	if h, err := pg.Heads(ctx, "c"); err != nil || h.Gen != 0 || h.Master != size(backup.Master) {
+		t.Fatalf("the shared logs after the refused write: %+v, %v; want the backup's", h, err)
+	}
+	a.Close()
+	a2 := open(t, url, dir, 0)
+	defer a2.Close()
+	if r := ingest(t, a2, "c", "after the restart"); r.TurnIDs[0] != "t2" {
+		t.Fatalf("after the restart the next turn is %v, want t2 (the backup holds one)", r.TurnIDs)
+	}
+}
+
+func size(lines [][]byte) int64 {
+	n := 0
+	for _, l := range lines {
+		n += len(l)
+	}
+	return int64(n)
 }
