@@ -29,7 +29,11 @@ package memory
 //     process killed before its commit, or a failed commit). Under the lock
 //     they are sent if the shared logs did not move meanwhile; otherwise the
 //     cache is marked stale and is rebuilt from the shared logs when the store
-//     opens next (Open also checks every file against the shared logs).
+//     opens next (Open also checks every file against the shared logs). So is
+//     a cache of a later generation than the shared logs (they were restored
+//     from a backup): writes are refused until then.
+//   - Generations only go up: a copy of the shared logs read before a lock
+//     is never put in the cache over a later generation (adoptRewrite).
 
 import (
 	"bytes"
