@@ -38,7 +38,8 @@ func (s *Store) Aliases(ctx context.Context, conversationID string) (map[string]
 // say alias are tagged tag from now on. It returns the conversation's
 // aliases afterwards. The alias must not itself be a tag with turns.
 func (s *Store) AddAlias(ctx context.Context, conversationID, alias, tag string) (map[string]string, error) {
-	ctx, end, id, err := s.beginOn(ctx, opWrite, conversationID)
+	// opAppend: the aliases are a line of the decisions log.
+	ctx, end, id, err := s.beginOn(ctx, opAppend, conversationID)
 	if err != nil {
 		return nil, err
 	}
@@ -75,5 +76,8 @@ func (s *Store) AddAlias(ctx context.Context, conversationID, alias, tag string)
 	c.mu.Lock()
 	c.meta = meta
 	c.mu.Unlock()
+	if err := s.commitShared(ctx); err != nil {
+		return nil, err
+	}
 	return maps.Clone(aliases), nil
 }

@@ -323,23 +323,36 @@ func (s *Store) load(ctx context.Context, id, path string) (*conv, error) {
 	if c.meta.Created.IsZero() {
 		c.meta.Created = s.now().UTC()
 	}
-	// Decisions the store has not applied yet (vc.db missing or behind the
-	// derived-decisions log) give the replayed turns their recorded tags.
-	if c.replay, err = s.loadReplay(c); err != nil {
-		_ = l.close()
-		return nil, err
-	}
-	defer func() { c.replay = nil }()
-	if err := s.reconcileLog(ctx, c); err != nil {
-		_ = l.close()
-		return nil, err
-	}
-	if err := s.applyReplay(ctx, c); err != nil {
+	if err := s.replayFiles(ctx, c); err != nil {
 		_ = l.close()
 		return nil, err
 	}
 	s.catchUpIndex(ctx, c)
 	return c, nil
+}
+
+// replayFiles replays c's logs beyond its state: decisions the store has
+// not applied yet (vc.db missing or behind the derived-decisions log) give
+// the replayed turns their recorded tags, then the other decisions follow.
+// With shared logs the cache files are read under their lock, so that a
+// pull appending to them meanwhile cannot be half seen: master lines
+// without the decisions that came with them would be tagged anew here, and
+// a tail still being written taken for a torn one.
+func (s *Store) replayFiles(ctx context.Context, c *conv) error {
+	if s.shared != nil {
+		mu := s.shared.fileMu(c.id)
+		mu.Lock()
+		defer mu.Unlock()
+	}
+	var err error
+	if c.replay, err = s.loadReplay(c); err != nil {
+		return err
+	}
+	defer func() { c.replay = nil }()
+	if err := s.reconcileLog(ctx, c); err != nil {
+		return err
+	}
+	return s.applyReplay(ctx, c)
 }
 
 // catchUpIndex indexes a small gap (a crash tail) now and leaves a large one

@@ -87,7 +87,9 @@ func (s *Store) RemoveContextItem(ctx context.Context, conversationID, name stri
 }
 
 func (s *Store) changeSelection(ctx context.Context, conversationID, name string, add bool) (ContextItemsResult, error) {
-	ctx, end, id, err := s.beginOn(ctx, opWrite, conversationID)
+	// opAppend: the selection is a line of the decisions log (shared logs:
+	// written under the conversation's lock and sent before success).
+	ctx, end, id, err := s.beginOn(ctx, opAppend, conversationID)
 	if err != nil {
 		return ContextItemsResult{}, err
 	}
@@ -120,6 +122,9 @@ func (s *Store) changeSelection(ctx context.Context, conversationID, name string
 	}
 	res := s.itemList(id, c.meta.Items)
 	res.Item, res.Changed = ci.Name, changed
+	if err := s.commitShared(ctx); err != nil {
+		return ContextItemsResult{}, err
+	}
 	return res, nil
 }
 

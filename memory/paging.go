@@ -104,7 +104,9 @@ func (s *Store) Expand(ctx context.Context, req ExpandRequest) (ExpandResult, er
 	}
 	res.Evicted = evicted
 	res.WorkingSet = c.workingList()
-	return res, nil
+	// With shared logs, the working-set change reaches the others before
+	// the call reports success.
+	return res, s.commitShared(ctx)
 }
 
 // writeTurns appends the tag's original turns from seq from on, reading them
@@ -222,7 +224,7 @@ func (s *Store) Collapse(ctx context.Context, req CollapseRequest) (CollapseResu
 	}
 	res.TokensFreed = max(0, before-after)
 	res.WorkingSet = c.workingList()
-	return res, nil
+	return res, s.commitShared(ctx)
 }
 
 // findTag resolves a tag name as a user may type it to a stored tag.

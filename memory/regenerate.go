@@ -57,6 +57,9 @@ func (s *Store) RegenerateSummaries(ctx context.Context, req RegenerateRequest) 
 			return res, err
 		}
 		nseg, ntag, err := s.regenerate(ctx, c, req.Tag, req.Progress)
+		if err == nil { // with shared logs: sent before the next is locked
+			err = s.commitShared(ctx)
+		}
 		if err != nil {
 			return res, fmt.Errorf("regenerate summaries of %s: %w", id, err)
 		}

@@ -109,13 +109,16 @@ func (s *Store) Scan(ctx context.Context, req ScanRequest) (ScanResult, error) {
 		if err := s.scanConv(ctx, c, req.Redact, &res); err != nil {
 			return res, fmt.Errorf("scan %s: %w", id, err)
 		}
+		// With shared logs, each conversation's lock ends here: holding
+		// every one to the end would keep the other processes out of all
+		// of them, and a pool connection each.
+		if err := s.commitShared(ctx); err != nil {
+			return res, err
+		}
 		res.Conversations++
 	}
 	for _, f := range res.Findings {
 		res.ByRule[f.Rule] += f.Count
-	}
-	if err := s.commitShared(ctx); err != nil {
-		return res, err
 	}
 	return res, nil
 }

@@ -466,15 +466,7 @@ var replayHook func()
 // replayInto replays n's logs beyond its state into n, which no reader
 // sees.
 func (s *Store) replayInto(ctx context.Context, n *conv) error {
-	var err error
-	if n.replay, err = s.loadReplay(n); err != nil {
-		return err
-	}
-	defer func() { n.replay = nil }()
-	if err := s.reconcileLog(ctx, n); err != nil {
-		return err
-	}
-	if err := s.applyReplay(ctx, n); err != nil {
+	if err := s.replayFiles(ctx, n); err != nil {
 		return err
 	}
 	s.catchUpIndex(ctx, n)

@@ -162,6 +162,9 @@ type BundleImportResult struct {
 // written. progress, if set, is called after each conversation.
 func (s *Store) ImportBundle(ctx context.Context, b *Bundle, opts BundleImportOptions, progress Progress) (BundleImportResult, error) {
 	res := BundleImportResult{Conversations: len(b.Conversations)}
+	if s.shared != nil {
+		return res, fmt.Errorf("%w: a bundle cannot be imported into a team memory (a shared store) directly: import it into an empty local data directory, then copy that in with vc-mcp migrate --from DIR --to URL; nothing was imported", ErrInvalid)
+	}
 	ctx, end, err := s.begin(ctx, opWrite)
 	if err != nil {
 		return res, err

@@ -91,7 +91,9 @@ func (s *Store) SummarizeTurns(ctx context.Context, req TurnSummaryRequest) (Tur
 	if err != nil {
 		return res, err
 	}
-	ctx, end, err := s.begin(ctx, opWrite)
+	// opAppend: the summaries are lines of the decisions log; with shared
+	// logs each conversation's are sent before the next one is locked.
+	ctx, end, err := s.begin(ctx, opAppend)
 	if err != nil {
 		return res, err
 	}
@@ -122,6 +124,9 @@ func (s *Store) SummarizeTurns(ctx context.Context, req TurnSummaryRequest) (Tur
 		}
 		c.mu.RUnlock()
 		n, err := s.summariseTurns(ctx, c, seqs, req.Progress)
+		if err == nil {
+			err = s.commitShared(ctx)
+		}
 		if err != nil {
 			return res, fmt.Errorf("summarise turns of %s: %w", id, err)
 		}
@@ -328,7 +333,7 @@ func (s *Store) tail(text string, n int) string {
 // (or every one for ""), recording the clear so a rebuild does not bring
 // them back. It returns how many were removed.
 func (s *Store) ClearTurnSummaries(ctx context.Context, conversationID string) (int, error) {
-	ctx, end, err := s.begin(ctx, opWrite)
+	ctx, end, err := s.begin(ctx, opAppend) // as SummarizeTurns
 	if err != nil {
 		return 0, err
 	}
@@ -344,6 +349,9 @@ func (s *Store) ClearTurnSummaries(ctx context.Context, conversationID string) (
 			return total, err
 		}
 		n, err := s.clearTurnSums(c)
+		if err == nil {
+			err = s.commitShared(ctx)
+		}
 		if err != nil {
 			return total, err
 		}
