@@ -1,9 +1,12 @@
 package pgstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +100,95 @@ func TestBundleImportRefusedOnSharedStore(t *testing.T) {
 	_, err := a.ImportBundle(ctx, &memory.Bundle{}, memory.BundleImportOptions{}, nil)
 	if !errors.Is(err, memory.ErrInvalid) || !strings.Contains(err.Error(), "vc-mcp migrate") {
 		t.Fatalf("import into a shared store: %v, want an invalid-request error naming vc-mcp migrate", err)
+	}
+}
+
+// TestEveryCallLeavesTheCacheAPrefix: after each call that reports
+// success, the process's cache files hold exactly the shared logs: a call
+// that wrote a line it did not share would make the cache diverge at the
+// next write of another process.
+func TestEveryCallLeavesTheCacheAPrefix(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	logs, err := pgstore.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	a, err := memory.Open(ctx, memory.Options{Dir: dir, Shared: logs, ContextWindow: 400, ProtectedTurns: 2,
+		ContextItems: []memory.ContextItem{{Type: "rule", Name: "style", Text: "Answer in short sentences.", Include: memory.IncludeManual}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	check := func(call string) {
+		t.Helper()
+		got, err := logs.Read(ctx, "c", memory.LogHeads{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []struct {
+			path  string
+			lines [][]byte
+		}{{filepath.Join(dir, "logs", "c.jsonl"), got.Master}, {filepath.Join(dir, "decisions", "c.log"), got.Decisions}} {
+			cache, err := os.ReadFile(f.path)
+			if err != nil {
+				t.Fatalf("after %s: %v", call, err)
+			}
+			if shared := bytes.Join(f.lines, nil); !bytes.Equal(cache, shared) {
+				t.Fatalf("after %s: %s holds %d bytes, the shared log %d: the cache is not the shared logs", call, filepath.Base(f.path), len(cache), len(shared))
+			}
+		}
+	}
+	long := strings.Repeat("We compared the greenhouse drip irrigation timers, measured the flow at each valve, and wrote down which beds dried out first. ", 5)
+	for i, m := range chatAbout(24) {
+		if i%6 == 0 {
+			m += " " + long
+		}
+		ingest(t, a, "c", m)
+	}
+	check("ingest")
+	st, err := a.Status(ctx, "c")
+	if err != nil || len(st.Tags) == 0 || st.Totals.Segments == 0 {
+		t.Fatalf("setup: %+v, %v; want tags and a compaction", st.Totals, err)
+	}
+	tag := st.Tags[0].Tag
+	steps := []struct {
+		name string
+		call func() error
+	}{
+		{"add_alias", func() error { _, err := a.AddAlias(ctx, "c", "hothouse", tag); return err }},
+		{"expand_topic", func() error {
+			_, err := a.Expand(ctx, memory.ExpandRequest{ConversationID: "c", Tag: tag, Depth: memory.DepthFull})
+			return err
+		}},
+		{"collapse_topic", func() error {
+			_, err := a.Collapse(ctx, memory.CollapseRequest{ConversationID: "c", Tag: tag, Depth: memory.DepthNone})
+			return err
+		}},
+		{"add_context_item", func() error { _, err := a.AddContextItem(ctx, "c", "style"); return err }},
+		{"remove_context_item", func() error { _, err := a.RemoveContextItem(ctx, "c", "style"); return err }},
+		{"summaries of turns", func() error {
+			res, err := a.SummarizeTurns(ctx, memory.TurnSummaryRequest{ConversationID: "c"})
+			if err == nil && res.Summarised == 0 {
+				err = errors.New("no turn summarised")
+			}
+			return err
+		}},
+		{"summaries clear", func() error { _, err := a.ClearTurnSummaries(ctx, "c"); return err }},
+		{"summaries regenerate", func() error {
+			_, err := a.RegenerateSummaries(ctx, memory.RegenerateRequest{ConversationID: "c"})
+			return err
+		}},
+		{"forget", func() error {
+			_, err := a.Forget(ctx, memory.ForgetRequest{ConversationID: "c", TurnIDs: []string{"t3"}})
+			return err
+		}},
+	}
+	for _, st := range steps {
+		if err := st.call(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		check(st.name)
 	}
 }
