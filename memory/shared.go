@@ -214,8 +214,9 @@ func (s *Store) pull(ctx context.Context, id string, heads LogHeads, read func(f
 	if err != nil {
 		return false, false, err
 	}
+	empty := local.Master == 0 && local.Decisions == 0
 	if local.Gen != heads.Gen {
-		if local.Master != 0 || local.Decisions != 0 {
+		if !empty {
 			return false, false, ErrRewritten
 		}
 		if err := s.writeGen(id, heads.Gen); err != nil { // an empty cache takes any generation
@@ -238,6 +239,14 @@ func (s *Store) pull(ctx context.Context, id string, heads LogHeads, read func(f
 			return false, false, s.divergedError(id, err)
 		}
 		return false, false, fmt.Errorf("read shared logs of %s: %w", id, err)
+	}
+	if empty && lines.Gen != local.Gen {
+		// Read from the start, the lines are not checked against a
+		// generation: they are of the one they were read at (a rewrite may
+		// have come between the heads and the read).
+		if err := s.writeGen(id, lines.Gen); err != nil {
+			return false, false, err
+		}
 	}
 	if err := checkPrev(s.logPath(id), local.Master, lines.PrevMaster); err != nil {
 		return false, false, s.divergedError(id, err)
