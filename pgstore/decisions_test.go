@@ -14,7 +14,6 @@ import (
 	"github.com/vc-mcp/vc-mcp/internal/pgtest"
 	"github.com/vc-mcp/vc-mcp/memory"
 	"github.com/vc-mcp/vc-mcp/memory/scrub"
-	"github.com/vc-mcp/vc-mcp/pgstore"
 )
 
 // TestDecisionOnlyCallsAreShared: calls that write only a decision (an
@@ -64,14 +63,7 @@ func TestScanRedactManyConversations(t *testing.T) {
 	url := pgtest.URL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	logs, err := pgstore.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := memory.Open(ctx, memory.Options{Dir: t.TempDir(), Shared: logs, Scrubber: scrub.Off()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, _ := openWith(t, url, memory.Options{Dir: t.TempDir(), Scrubber: scrub.Off()})
 	defer a.Close()
 	const n = 20 // the pool keeps 16 connections
 	key := "sk-proj-" + strings.Repeat("Qz4wT8", 8)
@@ -110,16 +102,9 @@ func TestBundleImportRefusedOnSharedStore(t *testing.T) {
 func TestEveryCallLeavesTheCacheAPrefix(t *testing.T) {
 	url := pgtest.URL(t)
 	ctx := context.Background()
-	logs, err := pgstore.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	a, err := memory.Open(ctx, memory.Options{Dir: dir, Shared: logs, ContextWindow: 400, ProtectedTurns: 2,
+	a, logs := openWith(t, url, memory.Options{Dir: dir, ContextWindow: 400, ProtectedTurns: 2,
 		ContextItems: []memory.ContextItem{{Type: "rule", Name: "style", Text: "Answer in short sentences.", Include: memory.IncludeManual}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer a.Close()
 	check := func(call string) {
 		t.Helper()

@@ -15,7 +15,6 @@ import (
 	"github.com/vc-mcp/vc-mcp/internal/pgtest"
 	"github.com/vc-mcp/vc-mcp/memory"
 	"github.com/vc-mcp/vc-mcp/memory/scrub"
-	"github.com/vc-mcp/vc-mcp/pgstore"
 )
 
 const secretFact = "My locker combination is QUARTZLYNX 4417, keep it safe."
@@ -224,14 +223,7 @@ func TestForgetOnSharedStore(t *testing.T) {
 func TestRedactOnSharedStore(t *testing.T) {
 	url := pgtest.URL(t)
 	ctx := context.Background()
-	logs, err := pgstore.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := memory.Open(ctx, memory.Options{Dir: t.TempDir(), Shared: logs, Scrubber: scrub.Off()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, _ := openWith(t, url, memory.Options{Dir: t.TempDir(), Scrubber: scrub.Off()})
 	defer a.Close()
 	b := open(t, url, t.TempDir(), 0)
 	defer b.Close()

@@ -26,16 +26,24 @@ func text(s string) json.RawMessage { b, _ := json.Marshal(s); return b }
 // cache directory (one "process").
 func open(t testing.TB, url, dir string, window int) *memory.Store {
 	t.Helper()
+	s, _ := openWith(t, url, memory.Options{Dir: dir, ContextWindow: window, ProtectedTurns: 2})
+	return s
+}
+
+// openWith opens a store with opts on url's shared logs, and returns them.
+func openWith(t testing.TB, url string, opts memory.Options) (*memory.Store, *pgstore.Store) {
+	t.Helper()
 	ctx := context.Background()
 	logs, err := pgstore.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := memory.Open(ctx, memory.Options{Dir: dir, Shared: logs, ContextWindow: window, ProtectedTurns: 2})
+	opts.Shared = logs
+	s, err := memory.Open(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return s, logs
 }
 
 func ingest(t testing.TB, s *memory.Store, conv string, msgs ...string) memory.IngestResult {
