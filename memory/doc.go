@@ -135,7 +135,12 @@
 // without holding Store.mu, and servers load the conversations written last
 // in the background at Open (Options.WarmConversations). A replay of what
 // another process or a bundle appended runs on a private copy of the
-// conversation (conv.fork) that is put in place in one step.
+// conversation (conv.fork) that is put in place in one step. An operation
+// that appends a line to either log, a decision alone included (an alias,
+// a context item, a working-set change), begins as opAppend: on shared
+// logs (shared.go) it holds the conversation's cross-process lock from its
+// catch-up to its commit, and commits before it reports success, one
+// conversation at a time.
 //
 // Failures of the data directory (disk full, permissions, a damaged vc.db)
 // are *StorageError values wrapping ErrStorage, whose message says what to
