@@ -278,7 +278,10 @@ func (c *connSession) dispatch(ctx context.Context, s *mcpserver.MCPServer, line
 						a.result = &res
 					}
 				}
-				ch <- a
+				select {
+				case ch <- a:
+				default: // a second answer to one request: the first stands
+				}
 				return
 			}
 		}
@@ -287,6 +290,19 @@ func (c *connSession) dispatch(ctx context.Context, s *mcpserver.MCPServer, line
 	}
 	raw := json.RawMessage(append([]byte(nil), line...))
 	handle := func() {
+		// mcp-go recovers tool and resource handlers only: a panic in a
+		// prompt, a completion or a hook must not end every host's
+		// session with the process.
+		defer func() {
+			if p := recover(); p != nil {
+				log.Error("conn: a request's handler panicked", "session", c.id, "method", h.Method, "panic", fmt.Sprint(p))
+				var id mcpgo.RequestId
+				if len(h.ID) == 0 || json.Unmarshal(h.ID, &id) != nil {
+					return
+				}
+				_ = c.write(mcpgo.NewJSONRPCError(id, mcpgo.INTERNAL_ERROR, h.Method+" failed on a bug in vc-mcp (details in the server log); other requests are not affected, and nothing stored was lost", nil))
+			}
+		}()
 		resp := s.HandleMessage(ctx, raw)
 		if resp != nil {
 			if err := c.write(resp); err != nil {

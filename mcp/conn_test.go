@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,5 +80,41 @@ func TestServeConnSessions(t *testing.T) {
 		if _, ok := inits.Load(fmt.Sprintf("host-%d", i)); !ok {
 			t.Errorf("OnInitialize not called for host-%d", i)
 		}
+	}
+}
+
+// TestServeConnSurvivesAPanickingPrompt: mcp-go recovers tool and resource
+// handlers only. A prompt whose memory call panics gets an error answer
+// naming it, and the session (and the process, every host's) goes on.
+func TestServeConnSurvivesAPanickingPrompt(t *testing.T) {
+	mem := newFakeMemory()
+	mem.panicOn = "Recall"
+	s := NewServer(mem, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srvEnd, cliEnd := net.Pipe()
+	go func() { _ = ServeConn(ctx, s, srvEnd, ConnOptions{SessionID: "panicky"}) }()
+	c := client.NewClient(transport.NewIO(cliEnd, cliEnd, nil))
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	init := mcpgo.InitializeRequest{}
+	init.Params.ProtocolVersion = mcpgo.LATEST_LEGACY_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcpgo.Implementation{Name: "host", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	get := mcpgo.GetPromptRequest{}
+	get.Params.Name = "recall"
+	get.Params.Arguments = map[string]string{"topic": "the garden"}
+	_, err := c.GetPrompt(ctx, get)
+	if err == nil || !strings.Contains(err.Error(), "prompts/get failed on a bug") {
+		t.Fatalf("prompt whose handler panics: %v, want an error naming prompts/get", err)
+	}
+	call := mcpgo.CallToolRequest{}
+	call.Params.Name = "domain_status"
+	if res, err := c.CallTool(ctx, call); err != nil || res.IsError {
+		t.Fatalf("the session after the panic: %+v, %v", res, err)
 	}
 }

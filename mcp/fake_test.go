@@ -105,6 +105,9 @@ func (f *fakeMemory) match(c, q string) []fakeTurn {
 }
 
 func (f *fakeMemory) Recall(ctx context.Context, req memory.RecallRequest) (memory.RecallResult, error) {
+	if f.panicOn == "Recall" {
+		panic("boom")
+	}
 	if f.failWith != nil {
 		return memory.RecallResult{}, f.failWith
 	}
