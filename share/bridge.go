@@ -114,6 +114,9 @@ func (b *Bridge) Run(ctx context.Context, stdin io.Reader, stdout io.Writer) err
 	var err error
 	select {
 	case err = <-errc:
+		if err == nil { // the host closed its input: answer what it sent
+			b.drain(ctx, drainWait)
+		}
 	case <-ctx.Done():
 	}
 	cancel()
@@ -125,6 +128,33 @@ func (b *Bridge) Run(ctx context.Context, stdin io.Reader, stdout io.Writer) err
 	b.cond.Broadcast()
 	b.mu.Unlock()
 	return err
+}
+
+// drainWait bounds how long a bridge whose host closed its input waits
+// for the answers to the requests it had sent.
+var drainWait = 30 * time.Second
+
+// drain waits until every request sent to an owner is answered, ctx ends,
+// or wait passes: a host (or a script: printf ... | vc-mcp serve) that
+// writes its requests and closes its input still gets their answers.
+func (b *Bridge) drain(ctx context.Context, wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for time.Now().Before(deadline) {
+		b.ifMu.Lock()
+		n := len(b.inflight)
+		b.ifMu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+	b.Log.Warn("the host closed its input; answers still owed were not received in time", "waited", wait)
 }
 
 func (b *Bridge) readHost(ctx context.Context, stdin io.Reader) error {

@@ -209,3 +209,39 @@ func TestOwnerStopDrains(t *testing.T) {
 		t.Errorf("call in flight during a stop: %v; want it answered", err)
 	}
 }
+
+// TestBridgeAnswersAfterStdinCloses: a host (or a script) that writes its
+// requests and closes its input still gets every answer before the bridge
+// ends.
+func TestBridgeAnswersAfterStdinCloses(t *testing.T) {
+	dir := t.TempDir()
+	stop := serveOwner(t, dir, "owner")
+	defer stop()
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"safe","arguments":{}}}` + "\n")
+	out, w := io.Pipe()
+	b := &Bridge{Config: Config{DataDir: dir, Version: "1", StartTimeout: 20 * time.Second}, Local: testServer("local")}
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Run(context.Background(), in, w)
+		w.Close()
+	}()
+	answered := map[string]string{}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) == nil && len(m.ID) > 0 {
+			answered[string(m.ID)] = string(m.Result)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(answered["2"], "safe from owner") {
+		t.Fatalf("answers after the input closed: %v; want the tool call's (id 2)", answered)
+	}
+}
