@@ -130,6 +130,21 @@ func (b *Bridge) Run(ctx context.Context, stdin io.Reader, stdout io.Writer) err
 	return err
 }
 
+// idKey is a JSON-RPC id as the owner writes it back: the server decodes
+// and encodes ids again (1.0 comes back as 1, "\u0061" as "a"), so the
+// request in flight is found by the id's value, not by its bytes.
+func idKey(raw json.RawMessage) string {
+	var id mcpgo.RequestId
+	if err := json.Unmarshal(raw, &id); err != nil {
+		return string(raw)
+	}
+	b, err := json.Marshal(id)
+	if err != nil {
+		return string(raw)
+	}
+	return string(b)
+}
+
 // drainWait bounds how long a bridge whose host closed its input waits
 // for the answers to the requests it had sent.
 var drainWait = 30 * time.Second
@@ -231,7 +246,7 @@ func (b *Bridge) fromHost(ctx context.Context, line []byte) {
 	}
 	if isRequest {
 		b.ifMu.Lock()
-		b.inflight[string(m.ID)] = pendingReq{id: m.ID, line: line, method: m.Method, tool: m.tool()}
+		b.inflight[idKey(m.ID)] = pendingReq{id: m.ID, line: line, method: m.Method, tool: m.tool()}
 		b.ifMu.Unlock()
 	}
 	b.send(line)
@@ -382,7 +397,7 @@ func (b *Bridge) readOwner(c *Conn) {
 					continue
 				}
 				b.ifMu.Lock()
-				delete(b.inflight, string(m.ID))
+				delete(b.inflight, idKey(m.ID))
 				b.ifMu.Unlock()
 			}
 			b.writeOut(line)

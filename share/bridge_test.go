@@ -245,3 +245,19 @@ func TestBridgeAnswersAfterStdinCloses(t *testing.T) {
 		t.Fatalf("answers after the input closed: %v; want the tool call's (id 2)", answered)
 	}
 }
+
+// TestIDKeyMatchesTheOwnersEcho: the owner (mcp-go) writes a request's id
+// back as it decoded it; the key that finds the request in flight is the
+// same for both spellings.
+func TestIDKeyMatchesTheOwnersEcho(t *testing.T) {
+	for _, tc := range []struct{ sent, echoed string }{
+		{`7`, `7`},
+		{`1.0`, `1`},
+		{`"\u0061b"`, `"ab"`},
+		{`"req-12"`, `"req-12"`},
+	} {
+		if a, b := idKey(json.RawMessage(tc.sent)), idKey(json.RawMessage(tc.echoed)); a != b {
+			t.Errorf("id %s sent, %s echoed: keys %q and %q differ", tc.sent, tc.echoed, a, b)
+		}
+	}
+}
