@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -51,6 +53,11 @@ type Bridge struct {
 	initLine    []byte // the host's initialize with replayID
 	initialized bool
 	poke        chan struct{}
+	// subs are the resources the host subscribed to, and logLevel its
+	// last logging/setLevel params: session state a new owner is given
+	// again, as the initialize is.
+	subs     map[string]bool
+	logLevel json.RawMessage
 
 	// ifMu guards inflight; it is taken after mu, never before, and the
 	// owner reader takes only it, so a slow owner never blocks its own
@@ -143,6 +150,53 @@ func idKey(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return string(b)
+}
+
+// replayPrefix begins the ids of the requests a bridge replays to a new
+// owner on its own (replayID among them): their answers are not the host's.
+var replayPrefix = []byte(`"vc-mcp-bridge-`)
+
+// recordSession keeps what a new owner must be told again of the host's
+// session: its resource subscriptions and its log level. b.mu is held.
+func (b *Bridge) recordSession(m message) {
+	switch m.Method {
+	case string(mcpgo.MethodResourcesSubscribe), string(mcpgo.MethodResourcesUnsubscribe):
+		var p struct {
+			URI string `json:"uri"`
+		}
+		if json.Unmarshal(m.Params, &p) != nil || p.URI == "" {
+			return
+		}
+		if b.subs == nil {
+			b.subs = map[string]bool{}
+		}
+		if m.Method == string(mcpgo.MethodResourcesSubscribe) {
+			b.subs[p.URI] = true
+		} else {
+			delete(b.subs, p.URI)
+		}
+	case string(mcpgo.MethodSetLogLevel):
+		b.logLevel = append(json.RawMessage(nil), m.Params...)
+	}
+}
+
+// replaySession sends a new owner the host's subscriptions and log level,
+// under the bridge's own ids. b.mu is held.
+func (b *Bridge) replaySession() {
+	n := 0
+	send := func(method string, params any) {
+		n++
+		line, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": fmt.Sprintf("vc-mcp-bridge-replay-%d", n), "method": method, "params": params})
+		if err == nil {
+			b.send(append(line, '\n'))
+		}
+	}
+	if b.logLevel != nil {
+		send(string(mcpgo.MethodSetLogLevel), b.logLevel)
+	}
+	for _, uri := range slices.Sorted(maps.Keys(b.subs)) {
+		send(string(mcpgo.MethodResourcesSubscribe), map[string]string{"uri": uri})
+	}
 }
 
 // drainWait bounds how long a bridge whose host closed its input waits
@@ -244,6 +298,7 @@ func (b *Bridge) fromHost(ctx context.Context, line []byte) {
 	if isRequest && m.tool() == "compact_context" {
 		line = b.stampMessageIDs(m, line)
 	}
+	b.recordSession(m)
 	if isRequest {
 		b.ifMu.Lock()
 		b.inflight[idKey(m.ID)] = pendingReq{id: m.ID, line: line, method: m.Method, tool: m.tool()}
@@ -353,6 +408,7 @@ func (b *Bridge) install(c *Conn) bool {
 		b.send(b.initLine)
 		if b.initialized {
 			b.send([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"))
+			b.replaySession()
 		}
 	}
 	b.ifMu.Lock()
@@ -393,7 +449,7 @@ func (b *Bridge) readOwner(c *Conn) {
 		line, err := r.ReadBytes('\n')
 		if len(line) > 0 && line[len(line)-1] == '\n' {
 			if m, ok := peek(line); ok && m.Method == "" && len(m.ID) > 0 {
-				if bytes.Equal(m.ID, replayID) {
+				if bytes.HasPrefix(m.ID, replayPrefix) { // answers to the bridge's own replays
 					continue
 				}
 				b.ifMu.Lock()

@@ -37,12 +37,17 @@ func testServer(name string) *mcpserver.MCPServer {
 // called.
 func serveOwner(t *testing.T, dir, name string) (stop func()) {
 	t.Helper()
+	return serveOwnerWith(t, dir, testServer(name))
+}
+
+func serveOwnerWith(t *testing.T, dir string, srv *mcpserver.MCPServer) (stop func()) {
+	t.Helper()
 	l, err := Listen(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	o := &Owner{Server: testServer(name), Version: "1", Kind: "daemon", DataDir: dir}
+	o := &Owner{Server: srv, Version: "1", Kind: "daemon", DataDir: dir}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -260,4 +265,93 @@ func TestIDKeyMatchesTheOwnersEcho(t *testing.T) {
 			t.Errorf("id %s sent, %s echoed: keys %q and %q differ", tc.sent, tc.echoed, a, b)
 		}
 	}
+}
+
+// TestBridgeReplaysSubscriptions: the host subscribed to a resource and set
+// its log level; when the shared server is replaced, the new one is told
+// both again (the host is not asked to), and the answers to those replays
+// do not reach the host.
+func TestBridgeReplaysSubscriptions(t *testing.T) {
+	dir := t.TempDir()
+	stop1 := serveOwner(t, dir, "owner-1")
+	hostIn, bridgeIn := io.Pipe()
+	bridgeOut, hostOut := io.Pipe()
+	b := &Bridge{Config: Config{DataDir: dir, Version: "1", StartTimeout: 20 * time.Second}, Local: testServer("local")}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = b.Run(ctx, hostIn, hostOut) }()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(bridgeOut)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	for _, l := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"virtualcontext://domains"}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"resources/subscribe","params":{"uri":"virtualcontext://conversations/a/turns/t1"}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"resources/unsubscribe","params":{"uri":"virtualcontext://conversations/a/turns/t1"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"logging/setLevel","params":{"level":"debug"}}`,
+	} {
+		if _, err := io.WriteString(bridgeIn, l+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answered := map[string]bool{}
+	for len(answered) < 5 {
+		select {
+		case l := <-lines:
+			var m struct{ ID json.RawMessage }
+			if json.Unmarshal([]byte(l), &m) == nil && len(m.ID) > 0 {
+				answered[string(m.ID)] = true
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("answers from the first server: %v", answered)
+		}
+	}
+	stop1()
+
+	var mu sync.Mutex
+	var seen []string
+	hooks := &mcpserver.Hooks{}
+	hooks.AddBeforeAny(func(ctx context.Context, id any, method mcpgo.MCPMethod, message any) {
+		js, _ := json.Marshal(message)
+		mu.Lock()
+		seen = append(seen, string(method)+" "+string(js))
+		mu.Unlock()
+	})
+	srv := mcpserver.NewMCPServer("vc-mcp", "1", mcpserver.WithResourceCapabilities(true, false), mcpserver.WithLogging(), mcpserver.WithHooks(hooks))
+	stop2 := serveOwnerWith(t, dir, srv)
+	defer stop2()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		mu.Lock()
+		all := strings.Join(seen, "\n")
+		mu.Unlock()
+		if strings.Contains(all, "virtualcontext://domains") && strings.Contains(all, `"debug"`) {
+			if strings.Contains(all, "turns/t1") {
+				t.Fatalf("the unsubscribed resource was subscribed again:\n%s", all)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the new server was not told the host's subscription and log level; it saw:\n%s", all)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // the replays' answers, if they were to leak
+	for {
+		select {
+		case l := <-lines:
+			if strings.Contains(l, "vc-mcp-bridge-") {
+				t.Fatalf("the host got the answer to a bridge's own replay: %s", l)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	bridgeIn.Close()
 }
