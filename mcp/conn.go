@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"strconv"
 	"sync"
@@ -49,13 +50,7 @@ func ServeConn(ctx context.Context, s *mcpserver.MCPServer, conn io.ReadWriteClo
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 16
 	}
-	sess := &connSession{
-		id:            opts.SessionID,
-		w:             conn,
-		notifications: make(chan mcpgo.JSONRPCNotification, 100),
-		pending:       map[int64]chan samplingAnswer{},
-		onInit:        opts.OnInitialize,
-	}
+	sess := newConnSession(opts, conn)
 	if err := s.RegisterSession(ctx, sess); err != nil {
 		return fmt.Errorf("register session %s: %w", sess.id, err)
 	}
@@ -209,6 +204,23 @@ func (c *connSession) write(v any) error {
 	defer c.wmu.Unlock()
 	_, err = c.w.Write(b)
 	return err
+}
+
+// newConnSession makes a connection's session. Its requests to the client
+// (sampling) are numbered from a random start, not from 1: a host behind
+// the shared server's bridge keeps one conversation with it across server
+// restarts, and its late answer to a request of the server before must not
+// match a request of the server after.
+func newConnSession(opts ConnOptions, w io.Writer) *connSession {
+	sess := &connSession{
+		id:            opts.SessionID,
+		w:             w,
+		notifications: make(chan mcpgo.JSONRPCNotification, 100),
+		pending:       map[int64]chan samplingAnswer{},
+		onInit:        opts.OnInitialize,
+	}
+	sess.nextID.Store(rand.Int64N(1 << 52)) // ids stay exact in any JSON number
+	return sess
 }
 
 // RequestSampling asks this session's client for a completion.

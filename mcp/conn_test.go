@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -116,5 +117,18 @@ func TestServeConnSurvivesAPanickingPrompt(t *testing.T) {
 	call.Params.Name = "domain_status"
 	if res, err := c.CallTool(ctx, call); err != nil || res.IsError {
 		t.Fatalf("the session after the panic: %+v, %v", res, err)
+	}
+}
+
+// TestSamplingIDsStartApart: each session numbers its sampling requests
+// from its own random start, so a host's late answer to a request of a
+// shared server that has since restarted cannot match a request of the new
+// one (both used to start at 1).
+func TestSamplingIDsStartApart(t *testing.T) {
+	a := newConnSession(ConnOptions{SessionID: "before"}, io.Discard)
+	b := newConnSession(ConnOptions{SessionID: "after"}, io.Discard)
+	x, y := a.nextID.Add(1), b.nextID.Add(1)
+	if x == y || x <= 1 || y <= 1 || x >= 1<<53 || y >= 1<<53 {
+		t.Fatalf("first sampling ids %d and %d: want two different ids, neither 1, both exact in a JSON number", x, y)
 	}
 }
