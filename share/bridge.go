@@ -141,6 +141,9 @@ func (b *Bridge) Run(ctx context.Context, stdin io.Reader, stdout io.Writer) err
 // and encodes ids again (1.0 comes back as 1, "\u0061" as "a"), so the
 // request in flight is found by the id's value, not by its bytes.
 func idKey(raw json.RawMessage) string {
+	if plainID(raw) { // most hosts' ids: written back byte for byte
+		return string(raw)
+	}
 	var id mcpgo.RequestId
 	if err := json.Unmarshal(raw, &id); err != nil {
 		return string(raw)
@@ -150,6 +153,29 @@ func idKey(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return string(b)
+}
+
+// plainID: an id the owner writes back with the same bytes, a small
+// integer without sign or leading zero, or a string of letters, digits
+// and -_.: (nothing to escape, not even for HTML).
+func plainID(raw []byte) bool {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		for _, c := range raw[1 : n-1] {
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+				return false
+			}
+		}
+		return true
+	}
+	if len(raw) == 0 || len(raw) > 15 || raw[0] == '0' && len(raw) > 1 {
+		return false
+	}
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // replayPrefix begins the ids of the requests a bridge replays to a new

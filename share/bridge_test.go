@@ -260,6 +260,8 @@ func TestIDKeyMatchesTheOwnersEcho(t *testing.T) {
 		{`1.0`, `1`},
 		{`"\u0061b"`, `"ab"`},
 		{`"req-12"`, `"req-12"`},
+		{`"a<b"`, `"a\u003cb"`},
+		{`12345678901234567`, `12345678901234567`},
 	} {
 		if a, b := idKey(json.RawMessage(tc.sent)), idKey(json.RawMessage(tc.echoed)); a != b {
 			t.Errorf("id %s sent, %s echoed: keys %q and %q differ", tc.sent, tc.echoed, a, b)
