@@ -214,20 +214,18 @@ func (s *Store) pull(ctx context.Context, id string, heads LogHeads, read func(f
 	if err != nil {
 		return false, false, err
 	}
+	// An empty cache takes any generation: the one its lines are read at.
 	empty := local.Master == 0 && local.Decisions == 0
-	if local.Gen != heads.Gen {
-		if !empty {
-			return false, false, ErrRewritten
-		}
-		if err := s.writeGen(id, heads.Gen); err != nil { // an empty cache takes any generation
-			return false, false, err
-		}
-		local.Gen = heads.Gen
+	if local.Gen != heads.Gen && !empty {
+		return false, false, ErrRewritten
 	}
 	if local.Master > heads.Master || local.Decisions > heads.Decisions {
 		return false, true, nil
 	}
-	if local == heads {
+	if local.Master == heads.Master && local.Decisions == heads.Decisions {
+		if local.Gen != heads.Gen { // empty, as the shared logs are
+			return false, false, s.writeGen(id, heads.Gen)
+		}
 		return false, false, nil
 	}
 	lines, err := read(local)
@@ -243,7 +241,7 @@ func (s *Store) pull(ctx context.Context, id string, heads LogHeads, read func(f
 	if empty && lines.Gen != local.Gen {
 		// Read from the start, the lines are not checked against a
 		// generation: they are of the one they were read at (a rewrite may
-		// have come between the heads and the read).
+		// have come between the heads and this read).
 		if err := s.writeGen(id, lines.Gen); err != nil {
 			return false, false, err
 		}
