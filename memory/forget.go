@@ -212,11 +212,13 @@ func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRec
 	if err != nil {
 		return rewriteOutcome{}, err
 	}
-	out, err := s.resummarise(ctx, c, &p)
-	if err != nil {
-		return out, err
+	if err := s.resummarise(ctx, c, &p); err != nil {
+		return rewriteOutcome{}, err
 	}
-	return out, s.commitRewrite(ctx, c, edits, reason, &p)
+	if err := s.commitRewrite(ctx, c, edits, reason, &p); err != nil {
+		return rewriteOutcome{}, err
+	}
+	return rewriteOutcome{remade: len(p.fresh) + len(p.rollups), dropped: p.dropped}, nil
 }
 
 // rewritePlan is what a rewrite's edits touch, and then the summaries it
@@ -322,10 +324,9 @@ func (s *Store) planRewrite(c *conv, edits map[int]*logRecord) (rewritePlan, err
 
 // resummarise makes the affected segments' and topics' summaries again,
 // with no lock held (a model may take its time).
-func (s *Store) resummarise(ctx context.Context, c *conv, p *rewritePlan) (rewriteOutcome, error) {
-	var out rewriteOutcome
+func (s *Store) resummarise(ctx context.Context, c *conv, p *rewritePlan) error {
 	if err := s.summariseSegments(ctx, c.id, p.plans, func(string) {}); err != nil {
-		return out, err
+		return err
 	}
 	p.fresh = slices.Clone(p.emptied)
 	for i := range p.plans {
@@ -355,13 +356,9 @@ func (s *Store) resummarise(ctx context.Context, c *conv, p *rewritePlan) (rewri
 			p.dropped = append(p.dropped, t)
 		}
 	}
-	rollups, err := s.rollup(ctx, c.id, keep, fullRollups(keep, p.all), func(string) {})
-	if err != nil {
-		return out, err
-	}
-	p.rollups = rollups
-	out.remade, out.dropped = len(p.fresh)+len(rollups), p.dropped
-	return out, nil
+	var err error
+	p.rollups, err = s.rollup(ctx, c.id, keep, fullRollups(keep, p.all), func(string) {})
+	return err
 }
 
 // commitRewrite rewrites the logs and rebuilds the derived state, holding
