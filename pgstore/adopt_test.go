@@ -59,10 +59,7 @@ func TestAnOldSnapshotNeverRollsTheCacheBack(t *testing.T) {
 	}
 	logs := &pausingLogs{Store: pg, taken: make(chan memory.LogLines), release: make(chan struct{})}
 	dirA := t.TempDir()
-	a, err := memory.Open(ctx, memory.Options{Dir: dirA, Shared: logs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := openOn(t, logs, memory.Options{Dir: dirA})
 	defer a.Close()
 	b := open(t, url, t.TempDir(), 0)
 	defer b.Close()

@@ -47,11 +47,7 @@ func openFlaky(t *testing.T, url, dir string) (*memory.Store, *flakyLogs) {
 		t.Fatal(err)
 	}
 	f := &flakyLogs{Store: pg}
-	s, err := memory.Open(context.Background(), memory.Options{Dir: dir, Shared: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, f
+	return openOn(t, f, memory.Options{Dir: dir}), f
 }
 
 // TestFailedCommitIsSentWithTheNextWrite: a call whose commit failed is

@@ -38,12 +38,18 @@ func openWith(t testing.TB, url string, opts memory.Options) (*memory.Store, *pg
 	if err != nil {
 		t.Fatal(err)
 	}
+	return openOn(t, logs, opts), logs
+}
+
+// openOn opens a store with opts on logs (a pgstore.Store or a wrapper).
+func openOn(t testing.TB, logs memory.SharedLogs, opts memory.Options) *memory.Store {
+	t.Helper()
 	opts.Shared = logs
-	s, err := memory.Open(ctx, opts)
+	s, err := memory.Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, logs
+	return s
 }
 
 func ingest(t testing.TB, s *memory.Store, conv string, msgs ...string) memory.IngestResult {
