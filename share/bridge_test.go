@@ -7,6 +7,9 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -176,6 +179,70 @@ func TestSocketPathFits(t *testing.T) {
 	}
 	if p := SocketPath("/tmp/x"); p != "/tmp/x/vc-mcp.sock" {
 		t.Errorf("short dir: %s, want the socket inside it", p)
+	}
+}
+
+// TestALongDirectoryIsOneOwnerUnderEverySpelling: a data directory whose
+// socket lives outside it (its path is too long) is found by every spelling
+// of it, whatever the client's runtime directory, and a new owner reached by
+// another spelling takes over from a dead one's leftovers.
+func TestALongDirectoryIsOneOwnerUnderEverySpelling(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links need a privilege on Windows")
+	}
+	base := t.TempDir()
+	real := filepath.Join(base, strings.Repeat("r", 120))
+	link := filepath.Join(base, strings.Repeat("l", 110))
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	// Runtime directories short enough for runtimeDir to take.
+	shortDir := func() string {
+		d, err := os.MkdirTemp("", "vcrun")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		return d
+	}
+	ownerRun, clientRun := shortDir(), shortDir()
+	t.Setenv("XDG_RUNTIME_DIR", ownerRun)
+	stop := serveOwner(t, real, "owner-1")
+	if p := SocketPath(real); len(p) > maxSocketPath || !strings.HasPrefix(p, ownerRun) {
+		t.Fatalf("the owner's socket is %s, want a name in %s", p, ownerRun)
+	}
+
+	t.Setenv("XDG_RUNTIME_DIR", clientRun)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if a, b := SocketPath(real), SocketPath(link); a != b {
+		t.Errorf("two spellings, two sockets: %s and %s", a, b)
+	}
+	h, err := Status(ctx, link)
+	if err != nil || h.PID != os.Getpid() {
+		t.Fatalf("status through the link: %+v, %v; want the owner serving %s", h, err, real)
+	}
+	old := SocketPath(real)
+	stop()
+	if _, err := Status(ctx, link); !errors.Is(err, ErrNoOwner) {
+		t.Fatalf("status after the owner stopped: %v, want ErrNoOwner", err)
+	}
+
+	// A new owner reached through the link, with another runtime directory,
+	// leaves no stale socket behind and is found through the real path.
+	stop = serveOwner(t, link, "owner-2")
+	defer stop()
+	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the first owner's socket %s is still there: %v", old, err)
+	}
+	if p := SocketPath(real); !strings.HasPrefix(p, clientRun) {
+		t.Errorf("after the hand-over the socket is %s, want the new owner's in %s", p, clientRun)
+	}
+	if _, err := Status(ctx, real); err != nil {
+		t.Errorf("status through the real path after the hand-over: %v", err)
 	}
 }
 

@@ -28,9 +28,22 @@ const DefaultIdle = 5 * time.Minute
 
 // Listen binds dataDir's socket, readable and writable by the user only.
 // Call it only while holding the data directory's lock: a leftover socket
-// of a dead owner is removed first.
+// of a dead owner is removed first. When the socket lives outside the
+// directory (its own path is too long), its name is written to the
+// directory's socketFile, where every client looks it up.
 func Listen(dataDir string) (net.Listener, error) {
-	path := SocketPath(dataDir)
+	path := filepath.Join(dataDir, "vc-mcp.sock")
+	named := len(path) > maxSocketPath
+	if named {
+		path = longSocketPath(dataDir)
+		// A previous owner that reached the directory by another spelling
+		// left its socket elsewhere: nobody listens there now.
+		if old := namedSocket(dataDir); old != "" && old != path {
+			if err := os.Remove(old); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("remove stale socket %s: %w", old, err)
+			}
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("socket directory: %w", err)
 	}
@@ -47,7 +60,32 @@ func Listen(dataDir string) (net.Listener, error) {
 		l.Close()
 		return nil, fmt.Errorf("socket %s: %w", path, err)
 	}
+	if named {
+		if err := writeSocketFile(dataDir, path); err != nil {
+			l.Close()
+			return nil, err
+		}
+	}
 	return l, nil
+}
+
+// writeSocketFile records path as dataDir's socket, replacing the file
+// whole (a client never reads half a name).
+func writeSocketFile(dataDir, path string) error {
+	tmp, err := os.CreateTemp(dataDir, "vc-mcp.sock.path-*")
+	if err != nil {
+		return fmt.Errorf("record the socket's name: %w", err)
+	}
+	_, werr := tmp.WriteString(path + "\n")
+	if err := errors.Join(werr, tmp.Close()); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("record the socket's name: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), socketFile(dataDir)); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("record the socket's name: %w", err)
+	}
+	return nil
 }
 
 // Owner serves one MCP server to every connection on a data directory's

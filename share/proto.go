@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 )
 
@@ -61,13 +62,55 @@ var ErrNoOwner = errors.New("no vc-mcp process serves this data directory")
 // the BSDs, 108 on Linux and Windows), terminating NUL included.
 const maxSocketPath = 100
 
-// SocketPath is the local socket of dataDir: vc-mcp.sock inside it, or,
-// when that path would not fit in a socket address, a name derived from the
-// directory's path in the user's runtime directory.
+// SocketPath is the local socket dataDir's owner listens on: vc-mcp.sock
+// inside the directory, or, when that path would not fit in a socket
+// address, the socket its owner named in the directory's socketFile. The
+// name is kept in the directory itself so that every spelling of it (a
+// symbolic link, another case on a case-insensitive file system, another
+// $XDG_RUNTIME_DIR in the host's environment) finds the one owner.
 func SocketPath(dataDir string) string {
-	p := filepath.Join(dataDir, "vc-mcp.sock")
-	if len(p) <= maxSocketPath {
+	if p := filepath.Join(dataDir, "vc-mcp.sock"); len(p) <= maxSocketPath {
 		return p
+	}
+	if p := namedSocket(dataDir); p != "" {
+		return p
+	}
+	return longSocketPath(dataDir)
+}
+
+// socketFile names the socket of a data directory whose own socket path
+// would be too long: the owner writes it after binding.
+func socketFile(dataDir string) string { return filepath.Join(dataDir, "vc-mcp.sock.path") }
+
+// namedSocket is the socket dataDir's socketFile names, or "" when there is
+// none (or it names something that is not a vc-mcp socket name).
+func namedSocket(dataDir string) string {
+	b, err := os.ReadFile(socketFile(dataDir))
+	if err != nil {
+		return ""
+	}
+	p := strings.TrimSpace(string(b))
+	if !isSocketName(p) {
+		return ""
+	}
+	return p
+}
+
+// isSocketName reports whether p is a socket name longSocketPath makes: a
+// file read back from the data directory is trusted only that far (Listen
+// removes what it names).
+func isSocketName(p string) bool {
+	base := filepath.Base(p)
+	return len(p) <= maxSocketPath && filepath.IsAbs(p) &&
+		strings.HasPrefix(base, "vc-mcp-") && strings.HasSuffix(base, ".sock")
+}
+
+// longSocketPath is the socket this process would bind for a data directory
+// whose own socket path is too long: a name derived from the directory's
+// absolute path in the user's runtime directory.
+func longSocketPath(dataDir string) string {
+	if abs, err := filepath.Abs(dataDir); err == nil {
+		dataDir = abs
 	}
 	sum := sha256.Sum256([]byte(dataDir))
 	return filepath.Join(runtimeDir(), "vc-mcp-"+hex.EncodeToString(sum[:8])+".sock")
