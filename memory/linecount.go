@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"os"
 	"sync/atomic"
 )
 
@@ -50,7 +51,8 @@ func turnLine(t *turnMeta, content string) string {
 // data directory over) would otherwise count them in its first recalls.
 // One goroutine per store works through the conversations it is sent, a
 // chunk of turns at a time under the read lock, and stops at Close or when
-// a conversation is unloaded.
+// a conversation is unloaded. It first opens the conversation's request
+// history, which a recall otherwise opens to number its record.
 type lineWarmer struct {
 	work chan *conv
 	stop context.CancelFunc
@@ -73,6 +75,7 @@ func (s *Store) startLineWarmer() {
 			case <-ctx.Done():
 				return
 			case c := <-w.work:
+				s.warmRequests(c)
 				s.warmLines(ctx, c)
 			}
 		}
@@ -96,6 +99,18 @@ func (s *Store) queueWarm(c *conv) {
 	case s.warm.work <- c:
 	default:
 	}
+}
+
+// warmRequests opens c's request history when it has one (a failure is
+// left for the recall that needs it to report).
+func (s *Store) warmRequests(c *conv) {
+	if _, err := os.Stat(s.requestsPath(c.id)); err != nil {
+		return
+	}
+	l := s.requestLog(c.id)
+	l.mu.Lock()
+	_ = l.open()
+	l.mu.Unlock()
 }
 
 // warmLines counts c's turns' lines that have no remembered count.

@@ -125,7 +125,9 @@ func (l *requestLog) open() error {
 	if err != nil {
 		return err
 	}
-	f, err := loadRequests(path, true)
+	// Numbering needs the newest record only: the others are not decoded
+	// (the first recall after a start waits for this).
+	f, err := loadRequests(path, old != nil)
 	if err != nil {
 		return err
 	}
@@ -141,7 +143,7 @@ func (l *requestLog) open() error {
 		if err := os.Remove(legacy); err != nil {
 			return fmt.Errorf("request history moved to %s; remove the old %s: %w", filepath.Base(path), filepath.Base(legacy), err)
 		}
-		if f, err = loadRequests(path, true); err != nil {
+		if f, err = loadRequests(path, false); err != nil {
 			return err
 		}
 	} else if f.good < len(f.data) {
@@ -149,10 +151,7 @@ func (l *requestLog) open() error {
 			return fmt.Errorf("repair request history: %w", err)
 		}
 	}
-	l.next, l.ends = 1, f.ends
-	if n := len(f.recs); n > 0 {
-		l.next = f.recs[n-1].Seq + 1
-	}
+	l.next, l.ends = f.lastSeq()+1, f.ends
 	l.loaded = true
 	return nil
 }
@@ -266,8 +265,8 @@ var gzipWriters = sync.Pool{New: func() any {
 // requestFile is a request history as read.
 type requestFile struct {
 	data []byte
-	// ends are the end offsets of the whole members, in order.
-	ends []int
+	// starts and ends are the offsets of the whole members, in order.
+	starts, ends []int
 	// recs are the records that decode, oldest first.
 	recs []RequestRecord
 	// good is where the last whole member ends: past it lies a member cut
@@ -309,20 +308,50 @@ func loadRequests(path string, decode bool) (requestFile, error) {
 			off += 1 + next
 			continue
 		}
+		f.starts = append(f.starts, off)
 		off = len(data) - br.Len()
 		f.ends = append(f.ends, off)
 		f.good = off
 		if !decode {
 			continue
 		}
-		for _, line := range bytes.Split(body.Bytes(), []byte{'\n'}) {
-			var r RequestRecord
-			if len(line) > 0 && json.Unmarshal(line, &r) == nil && r.Seq > 0 {
-				f.recs = append(f.recs, r)
-			}
-		}
+		f.recs = appendRecords(f.recs, body.Bytes())
 	}
 	return f, nil
+}
+
+// appendRecords appends the records of a member's body that decode.
+func appendRecords(recs []RequestRecord, body []byte) []RequestRecord {
+	for _, line := range bytes.Split(body, []byte{'\n'}) {
+		var r RequestRecord
+		if len(line) > 0 && json.Unmarshal(line, &r) == nil && r.Seq > 0 {
+			recs = append(recs, r)
+		}
+	}
+	return recs
+}
+
+// lastSeq is the sequence number of f's newest record that decodes (0:
+// none), read from its last members only.
+func (f requestFile) lastSeq() int {
+	if n := len(f.recs); n > 0 {
+		return f.recs[n-1].Seq
+	}
+	var zr gzip.Reader
+	for i := len(f.starts) - 1; i >= 0; i-- {
+		if zr.Reset(bytes.NewReader(f.data[f.starts[i]:f.ends[i]])) != nil {
+			continue
+		}
+		zr.Multistream(false)
+		body, err := io.ReadAll(&zr)
+		if err != nil {
+			continue
+		}
+		if recs := appendRecords(nil, body); len(recs) > 0 {
+			return recs[len(recs)-1].Seq
+		}
+	}
+	return 0
 }
 
 // size is where the history's last whole member ends.

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -118,6 +119,52 @@ func TestRequestHistoryDamage(t *testing.T) {
 	appendN(t, s, "c", 1)
 	if got := requestSeqs(t, s, "c"); len(got) != 3 || got[0] != 4 {
 		t.Fatalf("after one more: records %v, want the new one numbered 4 first", got)
+	}
+}
+
+// TestRequestNumberingReadsBackToADecodableRecord: numbering reads the
+// newest members only, so it must step back over members that are damaged
+// or hold no record that decodes, and start at 1 when none does.
+func TestRequestNumberingReadsBackToADecodableRecord(t *testing.T) {
+	member := func(body string) []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write([]byte(body))
+		zw.Close()
+		return b.Bytes()
+	}
+	rec := func(seq int) []byte {
+		return member(`{"id":"r` + strconv.Itoa(seq) + `","seq":` + strconv.Itoa(seq) + "}\n")
+	}
+	broken := func(m []byte) []byte {
+		m = append([]byte(nil), m...)
+		for i := 12; i < len(m)-8; i++ {
+			m[i] ^= 0xff
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name    string
+		members [][]byte
+		next    int
+	}{
+		{"none", nil, 1},
+		{"whole", [][]byte{rec(1), rec(2), rec(3)}, 4},
+		{"last not JSON", [][]byte{rec(1), rec(2), member("not json\n")}, 3},
+		{"last damaged", [][]byte{rec(1), rec(2), broken(rec(3))}, 3},
+		{"last two unreadable", [][]byte{rec(1), rec(7), member("{}\n"), broken(rec(9))}, 8},
+		{"nothing decodes", [][]byte{member("x\n"), broken(rec(2))}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "c.jsonl.gz")
+			if err := os.WriteFile(path, bytes.Join(tc.members, nil), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			l := &requestLog{path: path}
+			if err := l.open(); err != nil || l.next != tc.next {
+				t.Errorf("next %d, %v; want %d", l.next, err, tc.next)
+			}
+		})
 	}
 }
 
