@@ -205,6 +205,7 @@ func benchScale(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	svgDir := fs.String("svg", "", "write latency-vs-turns.svg into DIR")
 	store := fs.String("store", "", "also run on this PostgreSQL URL (a new schema per size), after the same sizes on the data directory alone")
 	recallProfile := fs.String("recall-profile", "", "write a CPU profile (pprof) of the in-process recall loop to FILE (the last size's queries, 5 more rounds after the timed one)")
+	contentionProfile := fs.String("contention-profile", "", "write a block profile (pprof) of the last size's recalls while another caller writes to FILE: where they waited on locks")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -229,6 +230,14 @@ func benchScale(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		defer f.Close()
 		cfg.RecallProfile = f
+	}
+	if *contentionProfile != "" {
+		f, err := os.Create(*contentionProfile)
+		if err != nil {
+			return fmt.Errorf("bench scale: --contention-profile: %w", err)
+		}
+		defer f.Close()
+		cfg.ContentionProfile = f
 	}
 	rep, err := bench.RunScale(ctx, cfg)
 	if err != nil {

@@ -46,6 +46,11 @@ type ScaleConfig struct {
 	// (default 5) over the same queries, after the timed pass.
 	RecallProfile       io.Writer
 	RecallProfileRounds int
+	// ContentionProfile, when set, receives the block profile (pprof: time
+	// spent waiting on locks and channels, by stack) of the last size's
+	// recalls while another caller writes: what the writer's locks cost a
+	// recall, apart from the CPU both share.
+	ContentionProfile io.Writer
 }
 
 // Latency summarises call durations in milliseconds.
@@ -595,7 +600,17 @@ func recallWhileWriting(ctx context.Context, row *ScaleRow, eng Engine, queries 
 		}
 	}()
 	<-writing
+	profile := cfg.ContentionProfile != nil && row.Turns == cfg.Sizes[len(cfg.Sizes)-1]
+	if profile {
+		runtime.SetBlockProfileRate(1) // every blocking event
+	}
 	row.RecallWhileWriting, err = timeRecalls(ctx, eng, queries, cfg.RecallBudget, bar)
+	if profile {
+		runtime.SetBlockProfileRate(0)
+		if perr := pprof.Lookup("block").WriteTo(cfg.ContentionProfile, 0); perr != nil {
+			err = errors.Join(err, fmt.Errorf("contention profile: %w", perr))
+		}
+	}
 	close(stop)
 	<-done
 	secs := time.Since(start).Seconds()
