@@ -223,21 +223,22 @@ func benchScale(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Sizes: ns, Queries: *queries, Seed: *seed, Binary: bin,
 		Open: benchOpener(memory.Options{}, ""), Progress: stderr,
 	}
-	if *recallProfile != "" {
-		f, err := os.Create(*recallProfile)
+	for _, p := range []struct {
+		flag, path string
+		to         *io.Writer
+	}{
+		{"--recall-profile", *recallProfile, &cfg.RecallProfile},
+		{"--contention-profile", *contentionProfile, &cfg.ContentionProfile},
+	} {
+		if p.path == "" {
+			continue
+		}
+		f, err := os.Create(p.path)
 		if err != nil {
-			return fmt.Errorf("bench scale: --recall-profile: %w", err)
+			return fmt.Errorf("bench scale: %s: %w", p.flag, err)
 		}
 		defer f.Close()
-		cfg.RecallProfile = f
-	}
-	if *contentionProfile != "" {
-		f, err := os.Create(*contentionProfile)
-		if err != nil {
-			return fmt.Errorf("bench scale: --contention-profile: %w", err)
-		}
-		defer f.Close()
-		cfg.ContentionProfile = f
+		*p.to = f
 	}
 	rep, err := bench.RunScale(ctx, cfg)
 	if err != nil {
