@@ -32,7 +32,7 @@ const (
 
 // CompactArgs are compact_context's arguments.
 type CompactArgs struct {
-	ConversationID string `json:"conversation_id,omitempty" jsonschema:"Memory space: one chat or one project you keep coming back to. 1-128 characters of [A-Za-z0-9._:-]. Omit for the default space. Keep using the same id for the same chat or project."`
+	ConversationID string `json:"conversation_id,omitempty" jsonschema:"Memory space: one chat or one project you keep coming back to. 1-128 characters of [A-Za-z0-9._:-]. Omit (or leave empty) for the default space. Keep using the same id for the same chat or project."`
 	// Messages stay raw here: each one is decoded leniently (clients send
 	// extra fields) after the strict top-level decode.
 	Messages []json.RawMessage `json:"messages" jsonschema:"The new exchange (or the whole history: messages already stored are counted as duplicates and not stored again). 1-1000 messages."`

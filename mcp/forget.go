@@ -28,6 +28,8 @@ const maxForgetTurnIDs = 1000
 func forgetInputSchema() []byte {
 	s := mustSchema[ForgetArgs]()
 	conversationProp(s)
+	c := prop(s, "conversation_id")
+	c.Pattern, c.MinLength = requiredConversationIDPattern, ptr(1)
 	s.Required = []string{"conversation_id"}
 	q := prop(s, "query")
 	q.MinLength, q.MaxLength = ptr(1), ptr(maxQueryBytes)

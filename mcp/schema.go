@@ -14,7 +14,14 @@ import (
 // their jsonschema tags) and then given what Go types cannot say: enums,
 // ranges, defaults, patterns, and a sensible shape for the raw-JSON fields.
 
-const conversationIDPattern = `^[A-Za-z0-9._:-]{1,128}$`
+// conversationIDPattern is an optional id's: empty is the default memory
+// space, as omitted is (models often fill optional strings with "").
+// forget, which never guesses the space, wants one that is not empty
+// (requiredConversationIDPattern).
+const (
+	conversationIDPattern         = `^([A-Za-z0-9._:-]{1,128})?$`
+	requiredConversationIDPattern = `^[A-Za-z0-9._:-]{1,128}$`
+)
 
 func mustSchema[T any]() *jsonschema.Schema {
 	s, err := jsonschema.For[T](&jsonschema.ForOptions{IgnoreInvalidTypes: true})
@@ -61,7 +68,7 @@ func single(p *jsonschema.Schema, typ string) {
 func conversationProp(s *jsonschema.Schema) {
 	p := prop(s, "conversation_id")
 	p.Pattern = conversationIDPattern
-	p.MinLength, p.MaxLength = ptr(1), ptr(maxConversationIDLen)
+	p.MaxLength = ptr(maxConversationIDLen)
 }
 
 func tokensProp(s *jsonschema.Schema, def int) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -125,6 +126,45 @@ func TestSchemaShapes(t *testing.T) {
 	mt := recall.Properties["max_tokens"]
 	if mt.Type != "integer" || mt.Minimum != 100 || mt.Maximum != 32000 || mt.Default != 2000.0 {
 		t.Errorf("max_tokens schema: got %+v, want integer 100..32000 default 2000", mt)
+	}
+}
+
+// TestConversationIDSchemaMatchesTheServer: an id the published schema
+// takes is one the server takes, and the reverse: "" is the default space
+// for every tool but forget, which wants the space named. ("." and ".."
+// match the pattern and are refused by the server alone: a pattern
+// without lookahead cannot say it.)
+func TestConversationIDSchemaMatchesTheServer(t *testing.T) {
+	type idSchema struct {
+		Properties map[string]struct {
+			Pattern   string `json:"pattern"`
+			MinLength *int   `json:"minLength"`
+			MaxLength *int   `json:"maxLength"`
+		} `json:"properties"`
+	}
+	schemaTakes := func(raw []byte, id string) bool {
+		var s idSchema
+		if err := json.Unmarshal(raw, &s); err != nil {
+			t.Fatal(err)
+		}
+		p := s.Properties["conversation_id"]
+		if p.MinLength != nil && len(id) < *p.MinLength || p.MaxLength != nil && len(id) > *p.MaxLength {
+			return false
+		}
+		return regexp.MustCompile(p.Pattern).MatchString(id)
+	}
+	ids := []string{"", "a", "Chat", "a:b", "proj-1.v2_x", strings.Repeat("x", 128), strings.Repeat("x", 129), "../x", "a/b", "a b", "é", "a%3Ab"}
+	for _, id := range ids {
+		args, _ := json.Marshal(map[string]any{"conversation_id": id, "messages": []map[string]string{{"role": "user", "content": "hi"}}})
+		_, err := decodeCompact(args)
+		if got, want := schemaTakes(compactInputSchema(), id), err == nil; got != want {
+			t.Errorf("compact_context %q: schema takes it %v, server %v (%v)", id, got, want, err)
+		}
+		args, _ = json.Marshal(map[string]any{"conversation_id": id, "query": "hi"})
+		_, err = decodeForget(args)
+		if got, want := schemaTakes(forgetInputSchema(), id), err == nil; got != want {
+			t.Errorf("forget %q: schema takes it %v, server %v (%v)", id, got, want, err)
+		}
 	}
 }
 
