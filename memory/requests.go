@@ -291,15 +291,9 @@ func loadRequests(path string, decode bool) (requestFile, error) {
 	}
 	f.data = data
 	var zr gzip.Reader
-	var body bytes.Buffer
+	var buf bytes.Buffer
 	for off := 0; off < len(data); {
-		br := bytes.NewReader(data[off:])
-		err := zr.Reset(br)
-		if err == nil {
-			zr.Multistream(false)
-			body.Reset()
-			_, err = body.ReadFrom(&zr)
-		}
+		body, n, err := readMember(&zr, &buf, data[off:])
 		if err != nil {
 			next := bytes.Index(data[off+1:], gzipMagic)
 			if next < 0 {
@@ -309,15 +303,30 @@ func loadRequests(path string, decode bool) (requestFile, error) {
 			continue
 		}
 		f.starts = append(f.starts, off)
-		off = len(data) - br.Len()
+		off += n
 		f.ends = append(f.ends, off)
 		f.good = off
-		if !decode {
-			continue
+		if decode {
+			f.recs = appendRecords(f.recs, body)
 		}
-		f.recs = appendRecords(f.recs, body.Bytes())
 	}
 	return f, nil
+}
+
+// readMember decompresses the gzip member data starts with, with zr (kept
+// between members: making one costs more than a small member), into body,
+// and returns body and the member's length in data.
+func readMember(zr *gzip.Reader, body *bytes.Buffer, data []byte) ([]byte, int, error) {
+	br := bytes.NewReader(data)
+	if err := zr.Reset(br); err != nil {
+		return nil, 0, err
+	}
+	zr.Multistream(false)
+	body.Reset()
+	if _, err := body.ReadFrom(zr); err != nil {
+		return nil, 0, err
+	}
+	return body.Bytes(), len(data) - br.Len(), nil
 }
 
 // appendRecords appends the records of a member's body that decode.
@@ -338,15 +347,10 @@ func (f requestFile) lastSeq() int {
 		return f.recs[n-1].Seq
 	}
 	var zr gzip.Reader
+	var buf bytes.Buffer
 	for i := len(f.starts) - 1; i >= 0; i-- {
-		if zr.Reset(bytes.NewReader(f.data[f.starts[i]:f.ends[i]])) != nil {
-			continue
-		}
-		zr.Multistream(false)
-		body, err := io.ReadAll(&zr)
-		if err != nil {
-			continue
-		}
+		// loadRequests read this member whole: it reads again.
+		body, _, _ := readMember(&zr, &buf, f.data[f.starts[i]:f.ends[i]])
 		if recs := appendRecords(nil, body); len(recs) > 0 {
 			return recs[len(recs)-1].Seq
 		}
