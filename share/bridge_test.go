@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -58,7 +59,9 @@ func serveOwnerWith(t *testing.T, dir string, srv *mcpserver.MCPServer) (stop fu
 			t.Errorf("serve: %v", err)
 		}
 	}()
-	return func() { cancel(); <-done }
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop) // a failed test leaves no owner behind
+	return stop
 }
 
 // crashingOwner accepts one bridge, answers its hello and initialize, and
@@ -182,67 +185,131 @@ func TestSocketPathFits(t *testing.T) {
 	}
 }
 
-// TestALongDirectoryIsOneOwnerUnderEverySpelling: a data directory whose
-// socket lives outside it (its path is too long) is found by every spelling
-// of it, whatever the client's runtime directory, and a new owner reached by
-// another spelling takes over from a dead one's leftovers.
-func TestALongDirectoryIsOneOwnerUnderEverySpelling(t *testing.T) {
+// shortTempDir is a new directory in /tmp, short enough for runtimeDir to
+// take as $XDG_RUNTIME_DIR and for a socket inside it (t.TempDir and
+// macOS's $TMPDIR are too long for both).
+func shortTempDir(t *testing.T, prefix string) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/tmp", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// deadSocket leaves a socket file at path that nobody listens on: what an
+// owner killed with SIGKILL leaves.
+func deadSocket(t *testing.T, path string) {
+	t.Helper()
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEverySpellingOfADirectoryFindsItsOwner: a data directory reached by
+// a long path (its socket then lives in the runtime directory), by a long
+// and by a short symbolic link, each with its own $XDG_RUNTIME_DIR, has one
+// owner whichever spelling started it; a new owner removes the socket a
+// dead one left under another spelling.
+func TestEverySpellingOfADirectoryFindsItsOwner(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("symbolic links need a privilege on Windows")
 	}
 	base := t.TempDir()
-	real := filepath.Join(base, strings.Repeat("r", 120))
-	link := filepath.Join(base, strings.Repeat("l", 110))
-	if err := os.Mkdir(real, 0o700); err != nil {
+	long := filepath.Join(base, strings.Repeat("r", 120))
+	longLink := filepath.Join(base, strings.Repeat("l", 110))
+	shortLink := filepath.Join(shortTempDir(t, "vcl"), "d")
+	if err := os.Mkdir(long, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(real, link); err != nil {
-		t.Fatal(err)
-	}
-	// Runtime directories short enough for runtimeDir to take.
-	shortDir := func() string {
-		d, err := os.MkdirTemp("", "vcrun")
-		if err != nil {
+	for _, l := range []string{longLink, shortLink} {
+		if err := os.Symlink(long, l); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { os.RemoveAll(d) })
-		return d
 	}
-	ownerRun, clientRun := shortDir(), shortDir()
-	t.Setenv("XDG_RUNTIME_DIR", ownerRun)
-	stop := serveOwner(t, real, "owner-1")
-	if p := SocketPath(real); len(p) > maxSocketPath || !strings.HasPrefix(p, ownerRun) {
-		t.Fatalf("the owner's socket is %s, want a name in %s", p, ownerRun)
-	}
-
-	t.Setenv("XDG_RUNTIME_DIR", clientRun)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	spellings := []string{long, longLink, shortLink}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if a, b := SocketPath(real), SocketPath(link); a != b {
-		t.Errorf("two spellings, two sockets: %s and %s", a, b)
+	var lastSocket string
+	for i, owner := range spellings {
+		t.Setenv("XDG_RUNTIME_DIR", shortTempDir(t, "vcrun"))
+		if lastSocket != "" {
+			deadSocket(t, lastSocket) // the previous owner was killed
+		}
+		stop := serveOwner(t, owner, fmt.Sprintf("owner-%d", i))
+		if lastSocket != "" && lastSocket != SocketPath(owner) {
+			if _, err := os.Stat(lastSocket); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("owner via %s: the dead owner's socket %s is still there (%v)", filepath.Base(owner), lastSocket, err)
+			}
+		}
+		for _, client := range spellings {
+			t.Setenv("XDG_RUNTIME_DIR", shortTempDir(t, "vcrun"))
+			if h, err := Status(ctx, client); err != nil || h.PID != os.Getpid() {
+				t.Errorf("owner via %s, client via %s: %+v, %v", filepath.Base(owner), filepath.Base(client), h, err)
+			}
+		}
+		lastSocket = SocketPath(owner)
+		stop()
 	}
-	h, err := Status(ctx, link)
-	if err != nil || h.PID != os.Getpid() {
-		t.Fatalf("status through the link: %+v, %v; want the owner serving %s", h, err, real)
-	}
-	old := SocketPath(real)
-	stop()
-	if _, err := Status(ctx, link); !errors.Is(err, ErrNoOwner) {
-		t.Fatalf("status after the owner stopped: %v, want ErrNoOwner", err)
-	}
+}
 
-	// A new owner reached through the link, with another runtime directory,
-	// leaves no stale socket behind and is found through the real path.
-	stop = serveOwner(t, link, "owner-2")
-	defer stop()
-	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the first owner's socket %s is still there: %v", old, err)
-	}
-	if p := SocketPath(real); !strings.HasPrefix(p, clientRun) {
-		t.Errorf("after the hand-over the socket is %s, want the new owner's in %s", p, clientRun)
-	}
-	if _, err := Status(ctx, real); err != nil {
-		t.Errorf("status through the real path after the hand-over: %v", err)
+// TestACopiedDirectoryIsNotItsOriginal: a copy of a data directory carries
+// the original's socket record; its clients must not reach the original's
+// owner (nor stop it), and its own owner must not take the original's
+// socket away.
+func TestACopiedDirectoryIsNotItsOriginal(t *testing.T) {
+	for _, tc := range []struct{ name, a, b string }{
+		{"socket inside", "a", "b"},
+		{"socket in the runtime directory", strings.Repeat("a", 110), strings.Repeat("b", 110)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := shortTempDir(t, "vcc")
+			a, b := filepath.Join(base, tc.a), filepath.Join(base, tc.b)
+			t.Setenv("XDG_RUNTIME_DIR", shortTempDir(t, "vcrun"))
+			if err := os.Mkdir(a, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			serveOwner(t, a, "owner-a")
+			aSock := SocketPath(a)
+			// cp -r: the record comes along (the socket itself does not).
+			if err := os.Mkdir(b, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			rec, err := os.ReadFile(socketFile(a))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(socketFile(b), rec, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if h, err := Status(ctx, b); !errors.Is(err, ErrNoOwner) {
+				t.Errorf("status of the copy: %+v, %v; want ErrNoOwner, not the original's owner", h, err)
+			}
+			if _, err := Stop(ctx, b, "1"); !errors.Is(err, ErrNoOwner) {
+				t.Errorf("stop of the copy: %v; want ErrNoOwner", err)
+			}
+			if _, err := Status(ctx, a); err != nil {
+				t.Fatalf("the original's owner after the copy's stop: %v", err)
+			}
+			serveOwner(t, b, "owner-b")
+			if _, err := os.Stat(aSock); err != nil {
+				t.Errorf("the copy's owner removed the original's live socket %s: %v", aSock, err)
+			}
+			for _, dir := range []string{a, b} {
+				if h, err := Status(ctx, dir); err != nil || !sameDir(h.DataDir, dir) {
+					t.Errorf("status of %s: served for %q, %v", filepath.Base(dir), h.DataDir, err)
+				}
+			}
+		})
 	}
 }
 

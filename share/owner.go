@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,22 +27,19 @@ import (
 // connection.
 const DefaultIdle = 5 * time.Minute
 
-// Listen binds dataDir's socket, readable and writable by the user only.
-// Call it only while holding the data directory's lock: a leftover socket
-// of a dead owner is removed first. When the socket lives outside the
-// directory (its own path is too long), its name is written to the
-// directory's socketFile, where every client looks it up.
+// Listen binds dataDir's socket, readable and writable by the user only,
+// and records its name in the directory's socketFile, where every client
+// looks it up. Call it only while holding the data directory's lock: a
+// leftover socket of a dead owner is removed first.
 func Listen(dataDir string) (net.Listener, error) {
-	path := filepath.Join(dataDir, "vc-mcp.sock")
-	named := len(path) > maxSocketPath
-	if named {
-		path = longSocketPath(dataDir)
-		// A previous owner that reached the directory by another spelling
-		// left its socket elsewhere: nobody listens there now.
-		if old := namedSocket(dataDir); old != "" && old != path {
-			if err := os.Remove(old); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("remove stale socket %s: %w", old, err)
-			}
+	path := ownSocketPath(dataDir)
+	// A previous owner that reached the directory by another spelling bound
+	// elsewhere. Nobody serves this directory there now (the lock says so),
+	// but a copy of the directory names the original's socket: one that
+	// answers is left alone.
+	if old := namedSocket(dataDir); old != "" && old != path && !answers(old) {
+		if err := os.Remove(old); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("remove stale socket %s: %w", old, err)
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -60,18 +58,31 @@ func Listen(dataDir string) (net.Listener, error) {
 		l.Close()
 		return nil, fmt.Errorf("socket %s: %w", path, err)
 	}
-	if named {
-		if err := writeSocketFile(dataDir, path); err != nil {
-			l.Close()
-			return nil, err
-		}
+	if err := writeSocketFile(dataDir, absDir(path)); err != nil {
+		l.Close()
+		return nil, err
 	}
 	return l, nil
 }
 
+// answers reports whether something accepts connections on the socket.
+func answers(path string) bool {
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
 // writeSocketFile records path as dataDir's socket, replacing the file
-// whole (a client never reads half a name).
+// whole (a client never reads half a name) unless it says so already. On
+// Windows a rename over a file that a client is reading fails: it is tried
+// again for a while.
 func writeSocketFile(dataDir, path string) error {
+	if b, err := os.ReadFile(socketFile(dataDir)); err == nil && strings.TrimSpace(string(b)) == path {
+		return nil
+	}
 	tmp, err := os.CreateTemp(dataDir, "vc-mcp.sock.path-*")
 	if err != nil {
 		return fmt.Errorf("record the socket's name: %w", err)
@@ -81,11 +92,17 @@ func writeSocketFile(dataDir, path string) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("record the socket's name: %w", err)
 	}
-	if err := os.Rename(tmp.Name(), socketFile(dataDir)); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("record the socket's name: %w", err)
+	for try := 0; ; try++ {
+		err := os.Rename(tmp.Name(), socketFile(dataDir))
+		if err == nil {
+			return nil
+		}
+		if try == 40 {
+			os.Remove(tmp.Name())
+			return fmt.Errorf("record the socket's name: %w", err)
+		}
+		time.Sleep(25 * time.Millisecond)
 	}
-	return nil
 }
 
 // Owner serves one MCP server to every connection on a data directory's
@@ -199,7 +216,7 @@ loop:
 func (o *Owner) Hello() Hello {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	h := Hello{Proto: protoVersion, PID: os.Getpid(), Version: o.Version, Kind: o.Kind, Addr: o.Addr, DataDir: o.DataDir, Since: o.since, Hosts: []Host{}}
+	h := Hello{Proto: protoVersion, PID: os.Getpid(), Version: o.Version, Kind: o.Kind, Addr: o.Addr, DataDir: absDir(o.DataDir), Since: o.since, Hosts: []Host{}}
 	for _, host := range o.hosts {
 		h.Hosts = append(h.Hosts, *host)
 	}
@@ -223,6 +240,12 @@ func (o *Owner) handle(ctx context.Context, c net.Conn) {
 	}
 	b, _ := json.Marshal(o.Hello())
 	if _, err := c.Write(append(b, '\n')); err != nil {
+		return
+	}
+	if req.DataDir != "" && !sameDir(req.DataDir, o.DataDir) {
+		// A client of a copy of our directory, sent here by the copied
+		// socketFile: it sees our directory in the hello and goes.
+		o.Log.Info("connection for another data directory refused", "data_dir", req.DataDir, "pid", req.PID)
 		return
 	}
 	_ = c.SetDeadline(time.Time{})

@@ -32,6 +32,9 @@ type request struct {
 	Mode    string `json:"mode"`
 	Version string `json:"version"`
 	PID     int    `json:"pid"`
+	// DataDir is the directory the client wants served (absolute): an
+	// owner of another directory answers its hello and does nothing more.
+	DataDir string `json:"data_dir,omitempty"`
 }
 
 // Hello is the owner's first line: who serves the data directory.
@@ -62,24 +65,37 @@ var ErrNoOwner = errors.New("no vc-mcp process serves this data directory")
 // the BSDs, 108 on Linux and Windows), terminating NUL included.
 const maxSocketPath = 100
 
-// SocketPath is the local socket dataDir's owner listens on: vc-mcp.sock
-// inside the directory, or, when that path would not fit in a socket
-// address, the socket its owner named in the directory's socketFile. The
-// name is kept in the directory itself so that every spelling of it (a
-// symbolic link, another case on a case-insensitive file system, another
-// $XDG_RUNTIME_DIR in the host's environment) finds the one owner.
+// SocketPath is the local socket dataDir's owner listens on, as the owner
+// recorded it in the directory's socketFile, so that every spelling of the
+// directory (a symbolic link, another letter case on a case-insensitive
+// file system, another $XDG_RUNTIME_DIR in the host's environment) finds
+// the one owner. With no record, it is where an owner would bind
+// (ownSocketPath).
 func SocketPath(dataDir string) string {
-	if p := filepath.Join(dataDir, "vc-mcp.sock"); len(p) <= maxSocketPath {
-		return p
-	}
 	if p := namedSocket(dataDir); p != "" {
 		return p
 	}
-	return longSocketPath(dataDir)
+	return ownSocketPath(dataDir)
 }
 
-// socketFile names the socket of a data directory whose own socket path
-// would be too long: the owner writes it after binding.
+// ownSocketPath is the socket an owner reaching dataDir by this spelling
+// binds: vc-mcp.sock inside it, or, when that path would not fit in a
+// socket address, a name derived from the directory's absolute path in the
+// user's runtime directory.
+func ownSocketPath(dataDir string) string {
+	if p := filepath.Join(dataDir, "vc-mcp.sock"); len(p) <= maxSocketPath {
+		return p
+	}
+	if abs, err := filepath.Abs(dataDir); err == nil {
+		dataDir = abs
+	}
+	sum := sha256.Sum256([]byte(dataDir))
+	return filepath.Join(runtimeDir(), "vc-mcp-"+hex.EncodeToString(sum[:8])+".sock")
+}
+
+// socketFile records the socket an owner of the directory bound: the owner
+// writes it after binding. A copy of the directory carries it too, so a
+// client checks the owner it reaches (sameDir).
 func socketFile(dataDir string) string { return filepath.Join(dataDir, "vc-mcp.sock.path") }
 
 // namedSocket is the socket dataDir's socketFile names, or "" when there is
@@ -96,24 +112,36 @@ func namedSocket(dataDir string) string {
 	return p
 }
 
-// isSocketName reports whether p is a socket name longSocketPath makes: a
-// file read back from the data directory is trusted only that far (Listen
-// removes what it names).
+// isSocketName reports whether p is a socket name ownSocketPath makes,
+// absolute: a file read back from the data directory is trusted only that
+// far (Listen may remove what it names).
 func isSocketName(p string) bool {
 	base := filepath.Base(p)
 	return len(p) <= maxSocketPath && filepath.IsAbs(p) &&
-		strings.HasPrefix(base, "vc-mcp-") && strings.HasSuffix(base, ".sock")
+		(base == "vc-mcp.sock" || strings.HasPrefix(base, "vc-mcp-") && strings.HasSuffix(base, ".sock"))
 }
 
-// longSocketPath is the socket this process would bind for a data directory
-// whose own socket path is too long: a name derived from the directory's
-// absolute path in the user's runtime directory.
-func longSocketPath(dataDir string) string {
-	if abs, err := filepath.Abs(dataDir); err == nil {
-		dataDir = abs
+// sameDir reports whether a and b name one directory. When either cannot
+// be looked at, it cannot tell and says yes: the check only keeps a copy
+// of a data directory from reaching the original's owner.
+func sameDir(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return true
 	}
-	sum := sha256.Sum256([]byte(dataDir))
-	return filepath.Join(runtimeDir(), "vc-mcp-"+hex.EncodeToString(sum[:8])+".sock")
+	fb, err := os.Stat(b)
+	if err != nil {
+		return true
+	}
+	return os.SameFile(fa, fb)
+}
+
+// absDir is dir made absolute, or dir when that fails.
+func absDir(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
 }
 
 // runtimeDir is a per-user directory for sockets: $XDG_RUNTIME_DIR, or
@@ -138,7 +166,13 @@ func connect(ctx context.Context, dataDir, mode, version string) (net.Conn, *buf
 	var d net.Dialer
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	conn, err := d.DialContext(dctx, "unix", SocketPath(dataDir))
+	path := SocketPath(dataDir)
+	conn, err := d.DialContext(dctx, "unix", path)
+	if own := ownSocketPath(dataDir); err != nil && own != path {
+		// A stale record (an owner of an earlier version, or one that
+		// has bound and not yet recorded): where this spelling binds.
+		conn, err = d.DialContext(dctx, "unix", own)
+	}
 	if err != nil {
 		return nil, nil, Hello{}, fmt.Errorf("%w: %w", ErrNoOwner, err)
 	}
@@ -147,7 +181,7 @@ func connect(ctx context.Context, dataDir, mode, version string) (net.Conn, *buf
 		return nil, nil, Hello{}, err
 	}
 	_ = conn.SetDeadline(time.Now().Add(dialTimeout))
-	b, _ := json.Marshal(request{Proto: protoVersion, Mode: mode, Version: version, PID: os.Getpid()})
+	b, _ := json.Marshal(request{Proto: protoVersion, Mode: mode, Version: version, PID: os.Getpid(), DataDir: absDir(dataDir)})
 	if _, err := conn.Write(append(b, '\n')); err != nil {
 		return fail(fmt.Errorf("%w: hello: %w", ErrNoOwner, err))
 	}
@@ -160,6 +194,10 @@ func connect(ctx context.Context, dataDir, mode, version string) (net.Conn, *buf
 	var h Hello
 	if err := json.Unmarshal(line, &h); err != nil || h.Proto == 0 {
 		return fail(fmt.Errorf("%s does not speak vc-mcp's hello (%q)", SocketPath(dataDir), truncate(line, 80)))
+	}
+	if h.DataDir != "" && !sameDir(h.DataDir, dataDir) {
+		// A copy of the data directory names the original's socket.
+		return fail(fmt.Errorf("%w: %s serves %s, not %s", ErrNoOwner, SocketPath(dataDir), h.DataDir, dataDir))
 	}
 	_ = conn.SetDeadline(time.Time{})
 	return conn, r, h, nil
