@@ -86,10 +86,7 @@ func ownSocketPath(dataDir string) string {
 	if p := filepath.Join(dataDir, "vc-mcp.sock"); len(p) <= maxSocketPath {
 		return p
 	}
-	if abs, err := filepath.Abs(dataDir); err == nil {
-		dataDir = abs
-	}
-	sum := sha256.Sum256([]byte(dataDir))
+	sum := sha256.Sum256([]byte(absDir(dataDir)))
 	return filepath.Join(runtimeDir(), "vc-mcp-"+hex.EncodeToString(sum[:8])+".sock")
 }
 
