@@ -15,7 +15,7 @@ func reference(t testing.TB, s string) []int {
 	t.Helper()
 	c := cl100k()
 	<-c.ready
-	if c.enc == nil || c.bpe == nil {
+	if c.bpe == nil || c.tiktoken() == nil {
 		t.Fatal("cl100k tables did not load")
 	}
 	return c.enc.EncodeOrdinary(s)
@@ -133,6 +133,47 @@ func TestCl100kParity(t *testing.T) {
 	}
 }
 
+// TestTruncateMatchesTiktoken: Truncate, which decodes with the ranks it
+// loaded, cuts where tiktoken-go's own encode and decode cut, for every
+// budget up to past the whole text, on random strings heavy in multi-byte
+// runes (a cut inside one drops it), and on text that is not valid UTF-8.
+func TestTruncateMatchesTiktoken(t *testing.T) {
+	c := cl100k()
+	<-c.ready
+	want := func(s string, n int) string {
+		toks := reference(t, s)
+		if len(toks) <= n {
+			return s
+		}
+		out := c.tiktoken().Decode(toks[:n])
+		for len(out) > 0 && out[len(out)-1] >= 0x80 && !validUTF8Suffix(out) {
+			out = out[:len(out)-1]
+		}
+		return out
+	}
+	texts := []string{
+		"Hello, world! This is a sentence that will be cut.",
+		"日本語のテキストを途中で切る", "emoji 😀😀😀 in a row 🎉 and more", "e\u0301cole e\u0301te\u0301",
+		"Ünïcödé wörds ànd ßpecial çharacters €100", "a\xffb\xfe done here", "ok \xc3( done \xe2\x82 x",
+	}
+	alphabet := []string{"a", "é", "日", "😀", "ж", " ", "\n", "'s", "1", ".", "€", "\u0301", "the"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 300 {
+		var b strings.Builder
+		for n := rng.IntN(30); n >= 0; n-- {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		texts = append(texts, b.String())
+	}
+	for _, s := range texts {
+		for n := 1; n <= len(reference(t, s))+1; n++ {
+			if got, want := c.Truncate(s, n), want(s, n); got != want {
+				t.Fatalf("Truncate(%q, %d) = %q, tiktoken-go cuts at %q", s, n, got, want)
+			}
+		}
+	}
+}
+
 // TestCountInvalidUTF8 checks that text that is not valid UTF-8 is counted
 // as tiktoken-go counts it.
 func TestCountInvalidUTF8(t *testing.T) {
@@ -150,6 +191,7 @@ func BenchmarkCountTokens(b *testing.B) {
 		"Melanie: That's great to hear - what did you learn there? It's 3:45 pm, I'll call you back.\n", 40)
 	c := cl100k()
 	<-c.ready
+	c.tiktoken()
 	b.Run("vc-mcp", func(b *testing.B) {
 		b.SetBytes(int64(len(text)))
 		for b.Loop() {
@@ -160,6 +202,31 @@ func BenchmarkCountTokens(b *testing.B) {
 		b.SetBytes(int64(len(text)))
 		for b.Loop() {
 			c.enc.EncodeOrdinary(text)
+		}
+	})
+}
+
+// BenchmarkCl100kLoad times what a process does before its first count:
+// the ranks and the decode table ("ranks"), beside also making tiktoken-go's
+// encoding from them, as every start did before it was made on first use
+// ("ranks+tiktoken-go").
+func BenchmarkCl100kLoad(b *testing.B) {
+	b.Run("ranks", func(b *testing.B) {
+		for b.Loop() {
+			c := &counter{ready: make(chan struct{})}
+			c.load()
+			if c.bpe == nil {
+				b.Fatal("no ranks")
+			}
+		}
+	})
+	b.Run("ranks+tiktoken-go", func(b *testing.B) {
+		for b.Loop() {
+			c := &counter{ready: make(chan struct{})}
+			c.load()
+			if c.bpe == nil || c.tiktoken() == nil {
+				b.Fatal("no encoding")
+			}
 		}
 	})
 }

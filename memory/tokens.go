@@ -13,28 +13,37 @@ import (
 )
 
 // counter counts cl100k tokens. The BPE ranks come from the offline loader
-// (embedded in the binary): nothing is fetched. Building the tables takes a
-// few hundred milliseconds, so it starts in the background when a store
-// opens and only the first count waits for it: the MCP handshake does not.
+// (embedded in the binary): nothing is fetched. Loading them takes tens of
+// milliseconds, so it starts in the background when a store opens and only
+// the first count waits for it: the MCP handshake does not.
 type counter struct {
 	ready chan struct{}
-	enc   *tiktoken.Tiktoken // decoding, and text that is not valid UTF-8
-	bpe   *bpe               // everything else (cl100k.go)
+	bpe   *bpe     // everything valid UTF-8 (cl100k.go); nil when the tables failed to load
+	dec   []string // dec[rank]: the bytes of the token, for Truncate
+
+	// tiktoken-go's own encoding serves text that is not valid UTF-8. It
+	// is made from the same ranks on first use: making it costs more than
+	// the ranks do, and a first recall after a start waited for it.
+	encOnce sync.Once
+	enc     *tiktoken.Tiktoken
 }
 
-// capturingLoader hands tiktoken-go the offline ranks and keeps them, so
-// the hand-written encoder shares the one table.
-type capturingLoader struct {
+// cl100kFile is the name tiktoken-go asks its loader for; the offline
+// loader serves it from the binary.
+const cl100kFile = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+
+// ranksLoader hands tiktoken-go the ranks already loaded for cl100k, and
+// other encodings' from the offline loader.
+type ranksLoader struct {
 	inner tiktoken.BpeLoader
 	ranks map[string]int
 }
 
-func (l *capturingLoader) LoadTiktokenBpe(file string) (map[string]int, error) {
-	ranks, err := l.inner.LoadTiktokenBpe(file)
-	if err == nil && path.Base(file) == "cl100k_base.tiktoken" {
-		l.ranks = ranks
+func (l ranksLoader) LoadTiktokenBpe(file string) (map[string]int, error) {
+	if path.Base(file) == path.Base(cl100kFile) {
+		return l.ranks, nil
 	}
-	return ranks, err
+	return l.inner.LoadTiktokenBpe(file)
 }
 
 var (
@@ -50,27 +59,37 @@ func cl100k() *counter {
 
 func (c *counter) load() {
 	defer close(c.ready)
-	loader := &capturingLoader{inner: tiktokenloader.NewOfflineLoader()}
-	tiktoken.SetBpeLoader(loader)
-	enc, err := tiktoken.GetEncoding("cl100k_base")
+	ranks, err := tiktokenloader.NewOfflineLoader().LoadTiktokenBpe(cl100kFile)
 	if err != nil {
 		// Cannot happen with the embedded tables; if it does, counts fall
 		// back to bytes, an upper bound, so budgets still hold.
 		slog.Error("cl100k tables failed to load; counting bytes instead", "err", err)
 		return
 	}
-	c.enc = enc
-	if loader.ranks != nil {
-		c.bpe = &bpe{ranks: loader.ranks}
+	top := 0
+	for _, r := range ranks {
+		top = max(top, r)
 	}
+	c.dec = make([]string, top+1)
+	for piece, r := range ranks {
+		c.dec[r] = piece
+	}
+	c.bpe = &bpe{ranks: ranks}
 }
 
-// encode returns the cl100k tokens of s (c is ready and loaded).
-func (c *counter) encode(s string) []int {
-	if c.bpe == nil || !utf8.ValidString(s) {
-		return c.enc.EncodeOrdinary(s)
-	}
-	return c.bpe.encode(s)
+// tiktoken returns tiktoken-go's cl100k encoding (c is ready and loaded),
+// or nil if it cannot be made.
+func (c *counter) tiktoken() *tiktoken.Tiktoken {
+	c.encOnce.Do(func() {
+		tiktoken.SetBpeLoader(ranksLoader{inner: tiktokenloader.NewOfflineLoader(), ranks: c.bpe.ranks})
+		enc, err := tiktoken.GetEncoding("cl100k_base")
+		if err != nil {
+			slog.Error("cl100k encoding failed to load; text that is not UTF-8 is counted in bytes", "err", err)
+			return
+		}
+		c.enc = enc
+	})
+	return c.enc
 }
 
 // Count returns the number of cl100k tokens in s.
@@ -79,13 +98,16 @@ func (c *counter) Count(s string) int {
 		return 0
 	}
 	<-c.ready
-	if c.enc == nil {
+	switch {
+	case c.bpe == nil:
 		return len(s)
+	case utf8.ValidString(s):
+		return c.bpe.count(s)
 	}
-	if c.bpe == nil || !utf8.ValidString(s) {
-		return len(c.enc.EncodeOrdinary(s))
+	if enc := c.tiktoken(); enc != nil {
+		return len(enc.EncodeOrdinary(s))
 	}
-	return c.bpe.count(s)
+	return len(s)
 }
 
 // CountChunks returns Count(s), counting s chunk by chunk and remembering
@@ -140,15 +162,32 @@ func (c *counter) Truncate(s string, n int) string {
 		return ""
 	}
 	<-c.ready
-	if c.enc == nil {
+	if c.bpe == nil {
 		return clip(s, n)
 	}
-	toks := c.encode(s)
-	if len(toks) <= n {
-		return s
+	var out string
+	if utf8.ValidString(s) {
+		toks := c.bpe.encode(s)
+		if len(toks) <= n {
+			return s
+		}
+		var b strings.Builder
+		for _, t := range toks[:n] {
+			b.WriteString(c.dec[t])
+		}
+		out = b.String()
+	} else {
+		enc := c.tiktoken()
+		if enc == nil {
+			return clip(s, n)
+		}
+		toks := enc.EncodeOrdinary(s)
+		if len(toks) <= n {
+			return s
+		}
+		out = enc.Decode(toks[:n])
 	}
-	out := c.enc.Decode(toks[:n])
-	// A cut inside a multi-byte rune decodes to U+FFFD; drop it.
+	// A cut inside a multi-byte rune leaves part of it; drop it.
 	for len(out) > 0 && out[len(out)-1] >= 0x80 && !validUTF8Suffix(out) {
 		out = out[:len(out)-1]
 	}
