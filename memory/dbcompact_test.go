@@ -61,7 +61,7 @@ func TestCloseCompactsDB(t *testing.T) {
 	}
 	before := observe(t, s, "c")
 	// What Close finds: free pages and the unused part of the others.
-	hwm, used, err := dbUse(s.db)
+	hwm, used, err := dbUse(s.db.DB)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ var _ textIndex = (*index.Index)(nil)
 // a data directory.
 type Store struct {
 	opts   Options
-	db     *bolt.DB
+	db     boltDB
 	ix     textIndex
 	tok    *counter
 	tagger Tagger
@@ -227,7 +227,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open %s: %w", dbPath, err)
 	}
-	s := &Store{opts: opts, db: db, tok: tok, tagger: opts.Tagger, sum: opts.Summarizer,
+	s := &Store{opts: opts, db: boltDB{db, opts.Dir, opts.Logger}, tok: tok, tagger: opts.Tagger, sum: opts.Summarizer,
 		log: opts.Logger, now: opts.Now, convs: map[string]*convEntry{}, lru: list.New()}
 	s.idle = sync.NewCond(&s.mu)
 	s.items = cat
@@ -275,7 +275,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			if err != nil {
 				return fmt.Errorf("reopen %s: %w", dbPath, err)
 			}
-			s.db, db = ndb, ndb
+			s.db, db = boltDB{ndb, opts.Dir, s.log}, ndb
 			return nil
 		}); err != nil {
 			return fail(err)
@@ -539,10 +539,10 @@ func (s *Store) Close() error {
 			errs = append(errs, fmt.Errorf("remove the index after forget: %w", err))
 		}
 	}
-	if _, err := compactInPlace(s.db); err != nil {
+	if err := s.db.guard(func(db *bolt.DB) error { _, err := compactInPlace(db); return err }); err != nil {
 		s.log.Warn("could not compact vc.db; it keeps its free pages", "err", err)
 	}
-	if err := trimDB(s.db); err != nil {
+	if err := s.db.guard(trimDB); err != nil {
 		s.log.Warn("could not cut vc.db down to its pages; it stays as large as it grew", "err", err)
 	}
 	if err := s.db.Close(); err != nil {
@@ -712,7 +712,11 @@ func openDB(path string, opts Options) (*bolt.DB, error) {
 	if err := finishCompaction(path); err != nil {
 		return nil, err
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout, NoSync: opts.noSync})
+	var db *bolt.DB
+	err := boltDB{dir: opts.Dir, log: opts.Logger}.guard(func(*bolt.DB) (err error) {
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout, NoSync: opts.noSync})
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

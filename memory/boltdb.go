@@ -1,0 +1,66 @@
+package memory
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// boltDB is vc.db: bbolt, with a damaged page made an error. bbolt panics
+// when a page it reads is not what it expects (one overwritten on disk).
+// Its View and Update roll the transaction back as the panic passes; here
+// the panic becomes a StorageError that names the repair, so the caller
+// releases its locks and answers, and the server goes on serving what is
+// intact.
+type boltDB struct {
+	*bolt.DB
+	dir string
+	log *slog.Logger
+}
+
+func (d boltDB) View(fn func(*bolt.Tx) error) (err error) {
+	defer d.recoverDamage(&err)
+	return d.DB.View(fn)
+}
+
+func (d boltDB) Update(fn func(*bolt.Tx) error) (err error) {
+	defer d.recoverDamage(&err)
+	return d.DB.Update(fn)
+}
+
+// recoverDamage turns a panic inside a vc.db transaction into the damaged
+// store's error; it is deferred.
+func (d boltDB) recoverDamage(err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	log := d.log
+	if log == nil {
+		log = slog.Default()
+	}
+	// The stack tells a damaged page from a bug of ours in a callback.
+	log.Error("vc.db: a read or write of it panicked: taken as a damaged page", "panic", fmt.Sprint(p), "data_dir", d.dir)
+	log.Debug("vc.db panic", "stack", string(debug.Stack()))
+	*err = damagedDB(d.dir, fmt.Errorf("%w: bbolt: %v", berrors.ErrInvalid, p))
+}
+
+// damagedDB is the error of a damaged vc.db: what to run, and that the
+// master logs (what was acknowledged) are not in it.
+func damagedDB(dir string, err error) error {
+	return &StorageError{
+		Message: "vc.db in " + dir + " is damaged: stop vc-mcp and run `vc-mcp rebuild --data-dir " + dir +
+			"` (it is remade from the master logs, which hold every stored message; nothing is lost)",
+		Err: err,
+	}
+}
+
+// guard runs f, a pass over the whole of vc.db (compaction, trimming at
+// Close), with a damaged page made an error.
+func (d boltDB) guard(f func(*bolt.DB) error) (err error) {
+	defer d.recoverDamage(&err)
+	return f(d.DB)
+}

@@ -1,0 +1,128 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestADamagedPageIsAnErrorThatNamesTheRepair: a vc.db page overwritten on
+// disk made bbolt panic in the middle of a call: the tool answered
+// "internal error", a second call hung on the locks the first left held,
+// and Close crashed. Now each call that reads the page answers a
+// StorageError naming `vc-mcp rebuild`, the other conversations are
+// served and written, Close returns, and the rebuild brings everything
+// back.
+func TestADamagedPageIsAnErrorThatNamesTheRepair(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	for i := 0; i < 300; i += 50 {
+		if _, err := s.Ingest(ctx, IngestRequest{ConversationID: "big", Messages: chat(50, t0.Add(time.Duration(i)*time.Hour))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Ingest(ctx, IngestRequest{ConversationID: "small", Messages: chat(4, t0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Overwrite the root page of big's turns with noise.
+	path := filepath.Join(dir, dbFile)
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root int64
+	if err := db.View(func(tx *bolt.Tx) error {
+		root = int64(tx.Bucket(convBucketName("big")).Bucket(bucketTurns).Root())
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pageSize := int64(db.Info().PageSize)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if root == 0 {
+		t.Fatal("big's turns are inline: the test needs a page of their own")
+	}
+	noise := make([]byte, pageSize)
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := range noise {
+		noise[i] = byte(rng.Uint32())
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(noise, root*pageSize); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Every call gets an answer: a hang fails the test instead of the run.
+	within := func(what string, f func() error) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s did not answer within 30 s", what)
+			return nil
+		}
+	}
+	s, err = Open(ctx, Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("open with a damaged page: %v", err)
+	}
+	for i := range 2 { // the second call must not wait for the first's locks
+		err := within("a recall of big", func() error {
+			_, err := s.Recall(ctx, RecallRequest{ConversationID: "big", Message: "the Postgres migration"})
+			return err
+		})
+		if !errors.Is(err, ErrStorage) || !strings.Contains(err.Error(), "vc-mcp rebuild --data-dir "+dir) {
+			t.Fatalf("recall %d of the damaged conversation: %v; want a StorageError naming the rebuild", i+1, err)
+		}
+	}
+	if err := within("a status of big", func() error { _, err := s.Status(ctx, "big"); return err }); !errors.Is(err, ErrStorage) {
+		t.Errorf("status of the damaged conversation: %v; want a StorageError", err)
+	}
+	if err := within("a recall of small", func() error {
+		_, err := s.Recall(ctx, RecallRequest{ConversationID: "small", Message: "the vet appointment"})
+		return err
+	}); err != nil {
+		t.Errorf("recall of an intact conversation: %v", err)
+	}
+	if err := within("an ingest into small", func() error {
+		_, err := s.Ingest(ctx, IngestRequest{ConversationID: "small", Messages: []Message{msg("user", "", "one more thing about Rex", time.Time{})}})
+		return err
+	}); err != nil {
+		t.Errorf("a write to an intact conversation: %v", err)
+	}
+	_ = within("Close", s.Close) // a failed compaction on close is only logged
+
+	if err := Rebuild(ctx, Options{Dir: dir}, nil); err != nil {
+		t.Fatalf("rebuild: %v", err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	for id, want := range map[string]int{"big": 300, "small": 5} {
+		st, err := s.Status(ctx, id)
+		if err != nil || st.Totals.Turns != want {
+			t.Errorf("after the rebuild, %s: %d turns, %v; want %d", id, st.Totals.Turns, err, want)
+		}
+	}
+}
