@@ -18,8 +18,8 @@ import (
 // "internal error", a second call hung on the locks the first left held,
 // and Close crashed. Now each call that reads the page answers a
 // StorageError naming `vc-mcp rebuild`, the other conversations are
-// served and written, Close returns, and the rebuild brings everything
-// back.
+// served and written (scope "all" too, saying what it left out), Close
+// returns, and the rebuild brings everything back.
 func TestADamagedPageIsAnErrorThatNamesTheRepair(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -100,6 +100,21 @@ func TestADamagedPageIsAnErrorThatNamesTheRepair(t *testing.T) {
 	}
 	if err := within("a status of big", func() error { _, err := s.Status(ctx, "big"); return err }); !errors.Is(err, ErrStorage) {
 		t.Errorf("status of the damaged conversation: %v; want a StorageError", err)
+	}
+	// Scope "all" serves the intact conversation and says what it left out.
+	var all RecallResult
+	if err := within("a recall of all", func() (err error) {
+		all, err = s.Recall(ctx, RecallRequest{Message: "the Postgres migration", Scope: ScopeAll})
+		return err
+	}); err != nil || !strings.Contains(all.Text, "migrate the Postgres database") || !strings.Contains(all.Text, "left out, as they could not be read: big; vc.db in "+dir+" is damaged") {
+		t.Errorf("recall of all: %v\n%s", err, all.Text)
+	}
+	var quotes FindQuoteResult
+	if err := within("a search of all", func() (err error) {
+		quotes, err = s.FindQuote(ctx, FindQuoteRequest{Query: "migrate", Scope: ScopeAll})
+		return err
+	}); err != nil || len(quotes.Quotes) == 0 || !strings.Contains(quotes.Note, "could not be read: big") {
+		t.Errorf("find_quote over all: %d quotes, note %q, %v", len(quotes.Quotes), quotes.Note, err)
 	}
 	if err := within("a recall of small", func() error {
 		_, err := s.Recall(ctx, RecallRequest{ConversationID: "small", Message: "the vet appointment"})

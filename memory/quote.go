@@ -46,7 +46,8 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 	if !req.Since.IsZero() && !req.Until.IsZero() && req.Until.Before(req.Since) {
 		return res, fmt.Errorf("%w: until (%s) is before since (%s)", ErrInvalid, req.Until.Format("2006-01-02T15:04:05Z07:00"), req.Since.Format("2006-01-02T15:04:05Z07:00"))
 	}
-	convs, err := s.scopeConvs(ctx, req.ConversationID, req.Scope)
+	convs, unread, err := s.scopeConvs(ctx, req.ConversationID, req.Scope)
+	res.Note = unread
 	if err != nil || len(convs) == 0 {
 		return res, err
 	}
@@ -66,7 +67,7 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 		iq.Phrases = []string{strings.Join(words, " ")}
 	}
 	if res.CatchingUp, res.IndexedThrough = catchingUp(convs); res.CatchingUp {
-		res.Note = catchingUpNote(res.IndexedThrough)
+		res.Note = strings.TrimSpace(catchingUpNote(res.IndexedThrough) + " " + unread)
 	}
 	hits, err := s.ix.Search(ctx, iq)
 	if err != nil {

@@ -81,7 +81,7 @@ func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, er
 		return res, err
 	}
 	res.Breakdown.Budget = budget
-	convs, err := s.scopeConvs(ctx, req.ConversationID, req.Scope)
+	convs, unread, err := s.scopeConvs(ctx, req.ConversationID, req.Scope)
 	if err != nil {
 		return res, err
 	}
@@ -160,6 +160,9 @@ func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, er
 	note := ""
 	if res.CatchingUp, res.IndexedThrough = catchingUp(convs); res.CatchingUp {
 		note = "\n" + catchingUpNote(res.IndexedThrough)
+	}
+	if unread != "" {
+		note += "\n" + unread
 	}
 	res.HintStyle = HintStyleFor(s.set.get().HintStyle, req.Client)
 	a := s.assemble(convs, ranked, matched, q, budget-s.tok.Count(note), len(convs) > 1, res.HintStyle)
@@ -275,47 +278,66 @@ func checkBudget(n, def int) (int, error) {
 
 // scopeConvs returns the conversations a read covers: the one named (or the
 // default), or every one for scope "all". A conversation with nothing stored
-// yields none.
-func (s *Store) scopeConvs(ctx context.Context, id string, scope Scope) ([]*conv, error) {
+// yields none. For scope "all", one that cannot be read (a damaged vc.db
+// page) is left out so that the others are served; unread's note says so.
+func (s *Store) scopeConvs(ctx context.Context, id string, scope Scope) (convs []*conv, unread string, err error) {
 	switch scope {
 	case "", ScopeConversation:
 		id, err := s.resolve(id)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		c, err := s.conversation(ctx, id, false)
 		if err != nil {
 			if isNotFound(err) {
-				return nil, nil
+				return nil, "", nil
 			}
-			return nil, err
+			return nil, "", err
 		}
-		return []*conv{c}, nil
+		return []*conv{c}, "", nil
 	case ScopeAll:
 		if id != "" {
 			if _, err := s.resolve(id); err != nil {
-				return nil, err
+				return nil, "", err
 			}
 		}
 		ids, err := s.conversationIDs()
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		out := make([]*conv, 0, len(ids))
+		var skipped []string
+		var cause error
 		for _, cid := range ids {
 			c, err := s.conversation(ctx, cid, false)
-			if err != nil {
-				if isNotFound(err) || errors.Is(err, ErrForbidden) {
-					continue
-				}
-				return nil, err
+			switch {
+			case err == nil:
+				out = append(out, c)
+			case isNotFound(err) || errors.Is(err, ErrForbidden):
+			case errors.Is(err, ErrStorage):
+				s.log.Warn("a conversation could not be read; scope \"all\" goes on without it", "conversation", cid, "err", err)
+				skipped, cause = append(skipped, cid), err
+			default:
+				return nil, "", err
 			}
-			out = append(out, c)
 		}
-		return out, nil
+		return out, unreadNote(skipped, cause), nil
 	default:
-		return nil, fmt.Errorf("%w: scope must be \"conversation\" or \"all\" (got %q)", ErrInvalid, scope)
+		return nil, "", fmt.Errorf("%w: scope must be \"conversation\" or \"all\" (got %q)", ErrInvalid, scope)
 	}
+}
+
+// unreadNote tells a scope "all" answer which conversations it left out,
+// and why ("" when none).
+func unreadNote(ids []string, cause error) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	named := strings.Join(ids[:min(len(ids), 5)], ", ")
+	if len(ids) > 5 {
+		named += fmt.Sprintf(" and %d more", len(ids)-5)
+	}
+	return "(note: left out, as they could not be read: " + named + "; " + cause.Error() + ")"
 }
 
 func appendUnique(list []string, s string) []string {
