@@ -21,12 +21,8 @@ import (
 // success, so another process sees them at once, and neither process's
 // cache holds a line the shared logs lack when the other writes next.
 func TestDecisionOnlyCallsAreShared(t *testing.T) {
-	url := pgtest.URL(t)
 	ctx := context.Background()
-	a := open(t, url, t.TempDir(), 0)
-	defer a.Close()
-	b := open(t, url, t.TempDir(), 0)
-	defer b.Close()
+	a, b := twoProcesses(t)
 	ingest(t, a, "c", "The greenhouse drip irrigation timer needs a new valve before spring.", "Noted: order the valve for the greenhouse drip irrigation.")
 	st, err := a.Status(ctx, "c")
 	if err != nil || len(st.Tags) == 0 {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/vc-mcp/vc-mcp/internal/pgtest"
 	"github.com/vc-mcp/vc-mcp/memory"
 )
 
@@ -13,11 +12,7 @@ import (
 // first writes a conversation is enforced by another process, which only
 // read the shared logs.
 func TestOwnerTravelsThroughPostgreSQL(t *testing.T) {
-	url := pgtest.URL(t)
-	a := open(t, url, t.TempDir(), 0)
-	defer a.Close()
-	b := open(t, url, t.TempDir(), 0)
-	defer b.Close()
+	a, b := twoProcesses(t)
 	ana, bo := memory.WithOwner(context.Background(), "ana"), memory.WithOwner(context.Background(), "bo")
 	if _, err := a.Ingest(ana, memory.IngestRequest{ConversationID: "ana-notes", Messages: []memory.Message{{Role: "user", Content: text("The heron survey starts in April.")}}}); err != nil {
 		t.Fatal(err)

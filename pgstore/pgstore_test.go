@@ -30,6 +30,19 @@ func open(t testing.TB, url, dir string, window int) *memory.Store {
 	return s
 }
 
+// twoProcesses opens two stores, each with a data directory of its own, on
+// one new PostgreSQL database: two processes sharing a memory. They close
+// when the test ends.
+func twoProcesses(t testing.TB) (a, b *memory.Store) {
+	t.Helper()
+	url := pgtest.URL(t)
+	a = open(t, url, t.TempDir(), 0)
+	t.Cleanup(func() { a.Close() })
+	b = open(t, url, t.TempDir(), 0)
+	t.Cleanup(func() { b.Close() })
+	return a, b
+}
+
 // openWith opens a store with opts on url's shared logs, and returns them.
 func openWith(t testing.TB, url string, opts memory.Options) (*memory.Store, *pgstore.Store) {
 	t.Helper()
@@ -70,12 +83,8 @@ func ingest(t testing.TB, s *memory.Store, conv string, msgs ...string) memory.I
 }
 
 func TestTwoProcessesShareOneMemory(t *testing.T) {
-	url := pgtest.URL(t)
 	ctx := context.Background()
-	a := open(t, url, t.TempDir(), 0)
-	defer a.Close()
-	b := open(t, url, t.TempDir(), 0)
-	defer b.Close()
+	a, b := twoProcesses(t)
 
 	ingest(t, a, "team", "We picked PostgreSQL 15 for the shared memory.", "Noted: PostgreSQL 15, advisory locks per conversation.")
 	q, err := b.FindQuote(ctx, memory.FindQuoteRequest{ConversationID: "team", Query: "advisory locks"})
