@@ -168,7 +168,8 @@ func connect(ctx context.Context, dataDir, mode, version string) (net.Conn, *buf
 	if own := ownSocketPath(dataDir); err != nil && own != path {
 		// A stale record (an owner of an earlier version, or one that
 		// has bound and not yet recorded): where this spelling binds.
-		conn, err = d.DialContext(dctx, "unix", own)
+		path = own
+		conn, err = d.DialContext(dctx, "unix", path)
 	}
 	if err != nil {
 		return nil, nil, Hello{}, fmt.Errorf("%w: %w", ErrNoOwner, err)
@@ -190,11 +191,11 @@ func connect(ctx context.Context, dataDir, mode, version string) (net.Conn, *buf
 	}
 	var h Hello
 	if err := json.Unmarshal(line, &h); err != nil || h.Proto == 0 {
-		return fail(fmt.Errorf("%s does not speak vc-mcp's hello (%q)", SocketPath(dataDir), truncate(line, 80)))
+		return fail(fmt.Errorf("%s does not speak vc-mcp's hello (%q)", path, truncate(line, 80)))
 	}
 	if h.DataDir != "" && !sameDir(h.DataDir, dataDir) {
 		// A copy of the data directory names the original's socket.
-		return fail(fmt.Errorf("%w: %s serves %s, not %s", ErrNoOwner, SocketPath(dataDir), h.DataDir, dataDir))
+		return fail(fmt.Errorf("%w: %s serves %s, not %s", ErrNoOwner, path, h.DataDir, dataDir))
 	}
 	_ = conn.SetDeadline(time.Time{})
 	return conn, r, h, nil
