@@ -201,6 +201,8 @@ func writeMemoryError(w http.ResponseWriter, log *slog.Logger, what string, err 
 		writeJSON(w, http.StatusRequestEntityTooLarge, apiError{Error: err.Error()})
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: "could not " + what + ": the request was cancelled before it finished; nothing was lost, send it again"})
+	case errors.Is(err, memory.ErrReadOnly):
+		writeJSON(w, http.StatusForbidden, apiError{Error: "could not " + what + ": " + err.Error()})
 	case errors.Is(err, memory.ErrClosed):
 		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: "could not " + what + ": the memory store is closed (the server is shutting down)"})
 	case errors.Is(err, memory.ErrStorage):

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/vc-mcp/vc-mcp/memory"
 )
 
 func apiServer(t *testing.T, opts HTTPOptions) string {
@@ -59,6 +61,40 @@ func TestAPIRefusalsAreJSON(t *testing.T) {
 	code, out = apiCall(t, "POST", base+"/api/compact", big, nil)
 	if code != http.StatusRequestEntityTooLarge || !strings.Contains(fmt.Sprint(out["error"]), "max_body_bytes") {
 		t.Errorf("large body: got %d %v", code, out)
+	}
+}
+
+// TestAPIReadOnly: on a read-only data directory the REST API answers
+// reads, and a compaction is refused with 403 and the store's message.
+func TestAPIReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	st, err := memory.Open(context.Background(), memory.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Ingest(context.Background(), memory.IngestRequest{Messages: []memory.Message{{Role: "user", Content: json.RawMessage(`"The boat leaves at seven."`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := memory.Open(context.Background(), memory.Options{Dir: dir, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ro.Close() })
+	h := NewHTTPHandler(NewServer(ro, Options{Version: "test"}), HTTPOptions{API: ro})
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() {
+		h.Shutdown(context.Background())
+		ts.Close()
+	})
+	if code, out := apiCall(t, "GET", ts.URL+"/api/status", "", nil); code != http.StatusOK {
+		t.Errorf("status: got %d %v", code, out)
+	}
+	code, out := apiCall(t, "POST", ts.URL+"/api/compact", `{"messages":[{"role":"user","content":"a new one"}]}`, nil)
+	if code != http.StatusForbidden || !strings.Contains(fmt.Sprint(out["error"]), "is served read-only") {
+		t.Errorf("compact on a read-only store: got %d %v", code, out)
 	}
 }
 

@@ -274,6 +274,8 @@ func toolError(log *slog.Logger, name string, err error) *mcpgo.CallToolResult {
 		return mcpgo.NewToolResultError(name + " failed: " + err.Error())
 	case errors.Is(err, memory.ErrClosed):
 		return mcpgo.NewToolResultError(name + " failed: the memory store is closed (the server is shutting down)")
+	case errors.Is(err, memory.ErrReadOnly):
+		return mcpgo.NewToolResultError(name + " refused: " + err.Error())
 	default:
 		log.Error("tool failed", "tool", name, "err", err)
 		return mcpgo.NewToolResultError(name + " failed: internal error (details in the server log); the stored memory is unaffected")
@@ -332,6 +334,9 @@ func renderStatus(st memory.Status) string {
 		st.ConversationID, st.Totals.Turns, st.Totals.Segments, st.Totals.TagSummaries,
 		st.Totals.Tokens, st.Totals.ActiveTokens, st.Totals.CompactedTokens)
 	fmt.Fprintf(&b, "Embeddings: %s. LLM: %s.\n", feature(st.Features.Embeddings, st.Features.EmbeddingsReason), feature(st.Features.LLM, st.Features.LLMReason))
+	if st.Features.ReadOnly {
+		fmt.Fprintf(&b, "Read-only: %s.\n", st.Features.ReadOnlyReason)
+	}
 	if len(st.Tags) == 0 {
 		b.WriteString("No topics yet.\n")
 		return b.String()

@@ -128,6 +128,12 @@ type Options struct {
 	// and loaded again on demand. 0 means 256.
 	MaxOpenConversations int
 
+	// ReadOnly serves Dir without writing to it (a backup, another user's
+	// memory), from a snapshot: calls that would store, forget or change
+	// anything fail with ErrReadOnly. A Dir this process may not write is
+	// served so without it (NotWritable).
+	ReadOnly bool
+
 	// Shared, when set, holds the logs in a store shared with other
 	// processes (PostgreSQL, package pgstore); Dir is then this process's
 	// cache of it (see shared.go). Close closes it.
@@ -500,6 +506,10 @@ type Features struct {
 	LLMReason        string `json:"llm_reason,omitempty"`
 	// LLMUsage is this conversation's model usage and estimated cost.
 	LLMUsage []LLMUsage `json:"llm_usage,omitempty"`
+	// ReadOnly is set when the data directory is served read-only;
+	// ReadOnlyReason then says why and what still works.
+	ReadOnly       bool   `json:"read_only,omitempty"`
+	ReadOnlyReason string `json:"read_only_reason,omitempty"`
 }
 
 // Domain is one tag's full view (the virtualcontext://domains/{tag} resource).

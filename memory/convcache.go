@@ -55,6 +55,10 @@ const (
 	opRead   opKind = iota
 	opWrite         // writes derived state only
 	opAppend        // may append to the logs (shared logs: takes their lock)
+	// opPage appends like opAppend but only pages the working set
+	// (expand_topic, collapse_topic): a read-only store allows it, on its
+	// snapshot (readonly.go).
+	opPage
 )
 
 // beginOn begins an operation on the conversation a call names (its
@@ -80,6 +84,11 @@ func (s *Store) begin(ctx context.Context, kind opKind) (context.Context, func()
 	if _, ok := ctx.Value(opKey{}).(*op); ok {
 		return ctx, func() {}, nil
 	}
+	if kind == opAppend {
+		if err := s.refuseWrite(); err != nil {
+			return ctx, nil, err
+		}
+	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -87,7 +96,7 @@ func (s *Store) begin(ctx context.Context, kind opKind) (context.Context, func()
 	}
 	s.ops++
 	s.mu.Unlock()
-	o := &op{write: kind != opRead, appends: kind == opAppend}
+	o := &op{write: kind != opRead, appends: kind == opAppend || kind == opPage}
 	octx := context.WithValue(ctx, opKey{}, o)
 	return octx, func() {
 		if s.shared != nil {

@@ -122,6 +122,9 @@ const summaryHeader = "Summary of the earlier part of this conversation (the ori
 // otherwise lose. When replacement is disabled, or there is nothing to
 // replace, the messages come back unchanged with a Reason.
 func (s *Store) CompactMessages(ctx context.Context, req ReplaceRequest) (ReplaceResult, error) {
+	if err := s.refuseWrite(); err != nil {
+		return ReplaceResult{}, err
+	}
 	set := s.set.get()
 	keep := set.KeepLast
 	if req.KeepLast != nil {

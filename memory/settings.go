@@ -307,6 +307,9 @@ func (s *Store) UpdateSettings(p SettingsPatch) (Settings, error) {
 	if s.closed.Load() {
 		return Settings{}, ErrClosed
 	}
+	if err := s.refuseWrite(); err != nil {
+		return Settings{}, err
+	}
 	st, err := s.set.update(p)
 	if err == nil {
 		s.log.Info("settings changed at run time", "overridden", s.set.overridden())
@@ -319,6 +322,9 @@ func (s *Store) UpdateSettings(p SettingsPatch) (Settings, error) {
 func (s *Store) ResetSettings() (Settings, error) {
 	if s.closed.Load() {
 		return Settings{}, ErrClosed
+	}
+	if err := s.refuseWrite(); err != nil {
+		return Settings{}, err
 	}
 	return s.set.reset()
 }

@@ -168,6 +168,9 @@ func (s *Store) eachConversation(ctx context.Context, fn func(id string, c *conv
 // features reports what is enabled and, when not, why.
 func (s *Store) features() Features {
 	var f Features
+	if s.ro != nil {
+		f.ReadOnly, f.ReadOnlyReason = true, s.ro.error().Error()
+	}
 	switch e := s.opts.Embedder.(type) {
 	case nil:
 		f.EmbeddingsReason = "no embedding model configured (lexical recall only)"

@@ -39,7 +39,7 @@ func (s *Store) storageError(err error, outcome string) error {
 	if errors.As(err, &se) {
 		return err
 	}
-	dir := s.opts.Dir
+	dir := s.dataDir()
 	var msg string
 	switch {
 	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || diskFullErrno(err):

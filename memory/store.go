@@ -103,6 +103,10 @@ type Store struct {
 
 	rec reconciler // catches the derived stores up (reconcile.go)
 
+	// ro is set when the store serves a snapshot of a data directory it
+	// may not write (readonly.go).
+	ro *readOnly
+
 	// purgeAtClose: something was forgotten or redacted, so Close compacts
 	// vc.db into a fresh file (bbolt keeps freed pages' old bytes) and
 	// deletes the index (rebuilt from the logs on the next Open).
@@ -198,11 +202,53 @@ func (o *Options) setDefaults() {
 // with an error wrapping ErrLocked, naming the holder, when another process
 // has it open. Turns found in the master logs but missing from the derived
 // stores (after a crash, or when they were deleted) are replayed.
+//
+// A data directory this process may not write (NotWritable), or any with
+// Options.ReadOnly, is served from a private snapshot (see readOnly): reads
+// answer, and calls that would write fail with ErrReadOnly.
 func Open(ctx context.Context, opts Options) (*Store, error) {
 	opts.setDefaults()
 	if opts.Dir == "" {
 		return nil, fmt.Errorf("%w: no data directory given", ErrInvalid)
 	}
+	var why error
+	if !opts.ReadOnly {
+		// Asked for, it is not tried: trying creates a file.
+		if why = NotWritable(opts.Dir); why == nil {
+			return open(ctx, opts, nil)
+		}
+	}
+	if opts.Shared != nil {
+		if why != nil {
+			return nil, fmt.Errorf("the cache directory %s of the shared store cannot be written: %w", opts.Dir, why)
+		}
+		return nil, fmt.Errorf("%w: a shared store (--store) cannot be served read-only", ErrInvalid)
+	}
+	ro := &readOnly{dir: opts.Dir, reason: why}
+	scratch, err := snapshotDir(opts.Dir, opts.LockTimeout, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	ro.scratch = scratch
+	opts.Dir = scratch
+	opts.TagTTL = nil // expiry forgets: a write
+	reason := "asked for"
+	if why != nil {
+		reason = why.Error()
+	}
+	opts.Logger.Warn("serving the data directory read-only, from a snapshot; calls that would store or forget are refused",
+		"data_dir", ro.dir, "reason", reason, "snapshot", scratch)
+	s, err := open(ctx, opts, ro)
+	if err != nil {
+		_ = os.RemoveAll(scratch)
+		return nil, err
+	}
+	return s, nil
+}
+
+// open opens opts.Dir; ro is set when that is a read-only directory's
+// snapshot.
+func open(ctx context.Context, opts Options, ro *readOnly) (*Store, error) {
 	if err := ValidateConversationID(opts.DefaultConversation); err != nil {
 		return nil, fmt.Errorf("default conversation: %w", err)
 	}
@@ -227,8 +273,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open %s: %w", dbPath, err)
 	}
-	s := &Store{opts: opts, db: boltDB{db, opts.Dir, opts.Logger}, tok: tok, tagger: opts.Tagger, sum: opts.Summarizer,
+	s := &Store{opts: opts, ro: ro, tok: tok, tagger: opts.Tagger, sum: opts.Summarizer,
 		log: opts.Logger, now: opts.Now, convs: map[string]*convEntry{}, lru: list.New()}
+	s.db = boltDB{db, s.dataDir(), opts.Logger}
 	s.idle = sync.NewCond(&s.mu)
 	s.items = cat
 	s.itemVecs = itemVectors{dir: filepath.Join(opts.Dir, filepath.FromSlash(itemVectorsDir)), mem: map[string][]float32{}}
@@ -275,7 +322,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			if err != nil {
 				return fmt.Errorf("reopen %s: %w", dbPath, err)
 			}
-			s.db, db = boltDB{ndb, opts.Dir, s.log}, ndb
+			s.db, db = boltDB{ndb, s.dataDir(), s.log}, ndb
 			return nil
 		}); err != nil {
 			return fail(err)
@@ -539,11 +586,13 @@ func (s *Store) Close() error {
 			errs = append(errs, fmt.Errorf("remove the index after forget: %w", err))
 		}
 	}
-	if err := s.db.guard(func(db *bolt.DB) error { _, err := compactInPlace(db); return err }); err != nil {
-		s.log.Warn("could not compact vc.db; it keeps its free pages", "err", err)
-	}
-	if err := s.db.guard(trimDB); err != nil {
-		s.log.Warn("could not cut vc.db down to its pages; it stays as large as it grew", "err", err)
+	if s.ro == nil {
+		if err := s.db.guard(func(db *bolt.DB) error { _, err := compactInPlace(db); return err }); err != nil {
+			s.log.Warn("could not compact vc.db; it keeps its free pages", "err", err)
+		}
+		if err := s.db.guard(trimDB); err != nil {
+			s.log.Warn("could not cut vc.db down to its pages; it stays as large as it grew", "err", err)
+		}
 	}
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: %w", err))
@@ -558,7 +607,21 @@ func (s *Store) Close() error {
 			errs = append(errs, fmt.Errorf("close the shared store: %w", err))
 		}
 	}
+	if s.ro != nil {
+		if err := os.RemoveAll(s.ro.scratch); err != nil {
+			errs = append(errs, fmt.Errorf("remove the snapshot of the read-only data directory: %w", err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// dataDir is the data directory as its users know it: Options.Dir, or the
+// read-only directory a snapshot was taken of.
+func (s *Store) dataDir() string {
+	if s.ro != nil {
+		return s.ro.dir
+	}
+	return s.opts.Dir
 }
 
 func (s *Store) logPath(id string) string {
@@ -642,6 +705,18 @@ func (s *Store) conversationIDs() ([]string, error) {
 	return ids, nil
 }
 
+// Rebuildable says why Rebuild cannot run on opts.Dir (it is read-only),
+// or returns nil.
+func Rebuildable(opts Options) error {
+	if opts.ReadOnly {
+		return fmt.Errorf("%w: rebuild writes vc.db and the index inside %s: it cannot run read-only", ErrInvalid, opts.Dir)
+	}
+	if why := NotWritable(opts.Dir); why != nil {
+		return &readOnlyError{fmt.Sprintf("rebuild remakes vc.db and the index inside %s, which this user may not do (%v): make it writable by the user running vc-mcp, or rebuild a copy of it", opts.Dir, why)}
+	}
+	return nil
+}
+
 // Rebuild deletes the derived bbolt file and Bleve index of opts.Dir and
 // recreates them from the master logs and the derived-decisions logs:
 // tags, segments, summaries, splits, aliases and the working set come back
@@ -651,6 +726,9 @@ func Rebuild(ctx context.Context, opts Options, progress Progress) error {
 	opts.setDefaults()
 	if opts.Dir == "" {
 		return fmt.Errorf("%w: no data directory given", ErrInvalid)
+	}
+	if err := Rebuildable(opts); err != nil {
+		return err
 	}
 	// Take the lock before deleting anything (a compaction a crash cut
 	// short is finished first, so that bbolt can read the file).

@@ -165,6 +165,9 @@ func (s *Store) ImportBundle(ctx context.Context, b *Bundle, opts BundleImportOp
 	if s.shared != nil {
 		return res, fmt.Errorf("%w: a bundle cannot be imported into a team memory (a shared store) directly: import it into an empty local data directory, then copy that in with vc-mcp migrate --from DIR --to URL; nothing was imported", ErrInvalid)
 	}
+	if err := s.refuseWrite(); err != nil {
+		return res, err
+	}
 	ctx, end, err := s.begin(ctx, opWrite)
 	if err != nil {
 		return res, err

@@ -120,13 +120,20 @@ func openForCommand(ctx context.Context, name string, cfg settings, stderr io.Wr
 			undo = append(undo, cleanup)
 		}
 	}
-	release, err := exclusive(ctx, cfg, &opts)
-	if err != nil {
-		unwind()
-		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	if opts.ReadOnly || memory.NotWritable(opts.Dir) != nil {
+		// No hand-over: a server holding the directory keeps it, and
+		// Open says it is in use.
+		store, err = memory.Open(ctx, opts)
+	} else {
+		var release func()
+		release, err = exclusive(ctx, cfg, &opts)
+		if err != nil {
+			unwind()
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		undo = append(undo, release)
+		store, err = openExclusive(ctx, cfg, opts)
 	}
-	undo = append(undo, release)
-	store, err = openExclusive(ctx, cfg, opts)
 	if err != nil {
 		unwind()
 		return nil, nil, fmt.Errorf("open %s: %w", cfg.DataDir, err)

@@ -39,6 +39,7 @@ type settings struct {
 	Store               string // "" or a postgres:// URL (store.go)
 	HTTPAddr            string
 	AllowRemote         bool
+	ReadOnly            bool
 	AllowOrigins        []string
 	ModelDir            string
 	LLMProvider         string
@@ -141,6 +142,9 @@ var settingKeys = []settingKey{
 	{name: "store", env: "VC_STORE", flag: "store", def: constant(""),
 		help: "Where the memory lives: empty for the data directory alone, or a `postgres://user@host:5432/db` URL to share one memory between vc-mcp processes and machines; the data directory then holds this process's cache of it (see Team memory on PostgreSQL). Give the password with `PGPASSWORD` or `~/.pgpass`, not in the URL.",
 		set:  setStore},
+	{name: "read_only", env: "VC_READ_ONLY", flag: "read-only", def: constant("false"), isBool: true,
+		help: "Serve the data directory without writing to it (a backup, another user's memory): recall, find_quote, expand_topic and the resources answer; calls that would store, forget or change anything are refused with a message saying so. A data directory this user cannot write is served so without it. See Read-only memory.",
+		set:  boolSetter(func(c *settings) *bool { return &c.ReadOnly })},
 	{name: "http", env: "VC_HTTP", flag: "http", def: constant(""),
 		help: "Serve Streamable HTTP at `/mcp` and legacy SSE at `/sse` on this address (e.g. `127.0.0.1:5757`) instead of stdio.",
 		set:  func(c *settings, v string) error { c.HTTPAddr = v; return nil }},

@@ -36,6 +36,9 @@ func runRebuild(ctx context.Context, args []string, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "rebuild: %d/%d %s\n", done, total, message)
 	}
 	opts := memoryOptions(cfg, log)
+	if err := memory.Rebuildable(opts); err != nil {
+		return fmt.Errorf("rebuild %s: %w", cfg.DataDir, err)
+	}
 	release, err := exclusive(ctx, cfg, &opts)
 	if err != nil {
 		return fmt.Errorf("rebuild %s: %w", cfg.DataDir, err)

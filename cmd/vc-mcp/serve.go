@@ -47,7 +47,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer closeLog()
 
-	if cfg.HTTPAddr == "" && os.Getenv("VC_SHARE") != "off" {
+	readOnly := cfg.ReadOnly
+	if !readOnly && memory.NotWritable(storeDir(cfg)) != nil {
+		// Neither a shared daemon (its socket and log live in the data
+		// directory) nor the store may write here: serve it from this
+		// process, read-only.
+		readOnly = true
+	}
+	if cfg.HTTPAddr == "" && os.Getenv("VC_SHARE") != "off" && !readOnly {
 		// Every stdio host shares one server per data directory.
 		return runBridge(ctx, cfg, args, stdin, stdout, log)
 	}
@@ -66,6 +73,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 
 	opts := memoryOptions(cfg, log)
+	opts.ReadOnly = readOnly
 	if opts.Scrubber, err = scrubberFor(cfg); err != nil {
 		return err
 	}
@@ -84,7 +92,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	srv := mcp.NewServer(store, mcp.Options{Version: buildVersion(), Logger: log, Sampling: sm.sampling})
 	if httpListener != nil {
 		httpOpts.API = store // the REST API: /api/config, /api/status, /api/compact
-		stopOwner := serveSocket(ctx, srv, cfg, httpListener.Addr().String(), log)
+		stopOwner := func() {}
+		if !readOnly {
+			stopOwner = serveSocket(ctx, srv, cfg, httpListener.Addr().String(), log)
+		}
 		release()
 		err = serveHTTP(ctx, httpListener, srv, cfg, httpOpts, log, stderr)
 		stopOwner()
@@ -129,6 +140,7 @@ func memoryOptions(cfg settings, log *slog.Logger) memory.Options {
 		ContextSearch: cfg.ContextSearch,
 		Assembly:      cfg.Assembly,
 		Shared:        sharedLogs(cfg),
+		ReadOnly:      cfg.ReadOnly,
 	}
 }
 

@@ -1,0 +1,221 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+)
+
+// TestReadOnlyDataDirectoryOverMCP runs `vc-mcp serve` from a host, with
+// sharing on as hosts run it, as a user who may not write the data
+// directory (the test's own user after chmod, or, when the tests run as
+// root, whom permissions do not stop, the unprivileged uid 65534). The
+// server starts, answers recall_context as the writable server did,
+// finds quotes and reports read-only in domain_status; compact_context and
+// forget are refused with a message naming the directory; the directory is
+// left exactly as it was and the snapshot is removed at exit. rebuild
+// refuses with a message saying what to do.
+func TestReadOnlyDataDirectoryOverMCP(t *testing.T) {
+	base, err := os.MkdirTemp("", "vc-mcp-read-only-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				_ = os.Chmod(p, 0o700)
+			}
+			return nil
+		})
+		_ = os.RemoveAll(base)
+	})
+	for _, d := range []string{base, filepath.Join(base, "home"), filepath.Join(base, "tmp")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(base, "vc-mcp")
+	if err := copyExecutable(binary, bin); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(base, "data")
+
+	// Filled by a writable server, shared as hosts run it.
+	probe := map[string]any{"conversation_id": "ro", "message": "Which gate does the ferry to the island leave from?", "max_tokens": 400}
+	w := startStdio(t, data)
+	mustOK(t, w.c, "compact_context", map[string]any{"conversation_id": "ro", "messages": []any{
+		msg("user", "The ferry to the island leaves from gate 14 at half past seven."),
+		msg("assistant", "Gate 14, 7:30, noted."),
+		msg("user", "My sister's birthday dinner is at the Lebanese place on Friday."),
+	}})
+	want := text(mustOK(t, w.c, "recall_context", probe))
+	w.c.Close()
+	quiesceNow(t, data)
+
+	// Read-only for the server's user: files 0444, directories 0555.
+	if err := filepath.WalkDir(data, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil // after their files
+		}
+		return os.Chmod(p, 0o444)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := filepath.WalkDir(data, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			err = os.Chmod(p, 0o555)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := treeState(t, data)
+
+	home := filepath.Join(base, "home")
+	env := append(childEnv(t), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
+		"XDG_DATA_HOME="+filepath.Join(home, ".local", "share"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"), "TMPDIR="+filepath.Join(base, "tmp"))
+	asUser := func(cmd *exec.Cmd) {
+		cmd.Env = env
+		if os.Geteuid() == 0 {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		}
+	}
+	stderr := &syncBuffer{}
+	var server *exec.Cmd
+	tr := transport.NewStdioWithOptions(bin, nil, []string{"serve", "--data-dir", data}, transport.WithCommandFunc(
+		func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
+			cmd := exec.Command(command, args...)
+			asUser(cmd)
+			cmd.Stderr = stderr
+			server = cmd
+			return cmd, nil
+		}))
+	c := client.NewClient(tr)
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("read-only server's stderr:\n%s", stderr.String())
+		}
+	}()
+	initialize(t, c)
+
+	if got := text(mustOK(t, c, "recall_context", probe)); got != want {
+		t.Errorf("recall_context read-only:\n%s\nwant what the writable server answered:\n%s", got, want)
+	}
+	if q := text(mustOK(t, c, "find_quote", map[string]any{"conversation_id": "ro", "query": "Lebanese birthday dinner"})); !strings.Contains(q, "Lebanese") {
+		t.Errorf("find_quote read-only: %q", q)
+	}
+	if st := text(mustOK(t, c, "domain_status", map[string]any{"conversation_id": "ro"})); !strings.Contains(st, "Read-only: the data directory "+data) {
+		t.Errorf("domain_status does not say it is read-only: %q", st)
+	}
+	for _, refused := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"compact_context", map[string]any{"conversation_id": "ro", "messages": []any{msg("user", "The gate changed to 15.")}}},
+		{"forget", map[string]any{"conversation_id": "ro", "query": "ferry gate"}},
+	} {
+		res := call(t, c, refused.tool, refused.args)
+		if !res.IsError || !strings.Contains(text(res), refused.tool+" refused: the data directory "+data+" is served read-only") {
+			t.Errorf("%s on a read-only data directory: isError %v, %q", refused.tool, res.IsError, text(res))
+		}
+	}
+	c.Close()
+	if server == nil || server.ProcessState == nil || !server.ProcessState.Success() {
+		t.Errorf("the read-only server did not exit cleanly: %v", server.ProcessState)
+	}
+
+	after := treeState(t, data)
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s changed in the read-only data directory", k)
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			t.Errorf("%s appeared in the read-only data directory", k)
+		}
+	}
+	if left, _ := os.ReadDir(filepath.Join(base, "tmp")); len(left) > 0 {
+		t.Errorf("the server left %s in its temporary directory", left[0].Name())
+	}
+
+	rebuild := exec.Command(bin, "rebuild", "--data-dir", data)
+	asUser(rebuild)
+	out, err := rebuild.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "make it writable") {
+		t.Errorf("rebuild of a read-only data directory: %v\n%s", err, out)
+	}
+}
+
+// treeState is every file under dir with its content's hash and its
+// modification time, and every directory with its modification time.
+func treeState(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() {
+			out[rel+"/"] = info.ModTime().String()
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		out[rel] = fmt.Sprintf("%x %s", sha256.Sum256(b), info.ModTime())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func copyExecutable(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -1,0 +1,240 @@
+package memory
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// dirState is every file under dir with its content's hash, size and
+// modification time: what "never written" means.
+func dirState(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if d.IsDir() {
+			out[rel+"/"] = info.ModTime().String()
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		out[rel] = fmt.Sprintf("%x %s", sha256.Sum256(b), info.ModTime())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// filledDir is a closed data directory with two conversations, one of
+// them compacted, and the recall text a writable store gave for probe.
+func filledDir(t *testing.T, probe RecallRequest) (dir, want string) {
+	t.Helper()
+	dir = t.TempDir()
+	s, err := Open(context.Background(), Options{Dir: dir, ContextWindow: 4000, LockTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingest(t, s, "trip", chat(80, t0))
+	ingest(t, s, "other", []Message{msg("user", "Ana", "The heron nests by the old mill pond.", t0)})
+	res, err := s.Recall(context.Background(), probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, res.Text
+}
+
+// TestReadOnlyServesReadsAndNeverWrites: a read-only store answers reads
+// as the writable store did, refuses every call that would write with
+// ErrReadOnly and a message naming the directory, and leaves the data
+// directory exactly as it was (no file added, changed or touched); its
+// snapshot is gone after Close.
+func TestReadOnlyServesReadsAndNeverWrites(t *testing.T) {
+	ctx := context.Background()
+	probe := RecallRequest{ConversationID: "trip", Message: "When is the Kyoto ryokan booked?", MaxTokens: 600}
+	dir, want := filledDir(t, probe)
+	before := dirState(t, dir)
+
+	s, err := Open(ctx, Options{Dir: dir, ReadOnly: true, ContextWindow: 4000, LockTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Open read-only: %v", err)
+	}
+	snapshot := s.opts.Dir
+	if snapshot == dir || !strings.Contains(filepath.Base(snapshot), snapshotPrefix) {
+		t.Fatalf("store opened %s, want a snapshot of %s", snapshot, dir)
+	}
+
+	got, err := s.Recall(ctx, probe)
+	if err != nil {
+		t.Fatalf("Recall: %v", err)
+	}
+	if got.Text != want {
+		t.Errorf("read-only recall differs from the writable store's:\n got %q\nwant %q", got.Text, want)
+	}
+	q, err := s.FindQuote(ctx, FindQuoteRequest{Query: "heron mill pond", Scope: ScopeAll})
+	if err != nil || len(q.Quotes) == 0 || q.Quotes[0].ConversationID != "other" {
+		t.Errorf("FindQuote over all: %+v, %v", q.Quotes, err)
+	}
+	st, err := s.Status(ctx, "trip")
+	if err != nil || st.Totals.Turns != 80 || !st.Features.ReadOnly || !strings.Contains(st.Features.ReadOnlyReason, dir) {
+		t.Errorf("Status: turns %d, read-only %v %q, %v", st.Totals.Turns, st.Features.ReadOnly, st.Features.ReadOnlyReason, err)
+	}
+	if len(st.Tags) == 0 {
+		t.Fatal("Status: no tags")
+	}
+	if _, err := s.Expand(ctx, ExpandRequest{ConversationID: "trip", Tag: st.Tags[0].Tag, Depth: DepthFull}); err != nil {
+		t.Errorf("Expand pages the snapshot's working set: %v", err)
+	}
+	if _, err := s.ReadLog(ctx, ReadLogRequest{ConversationID: "trip", Start: 0, End: 200}); err != nil {
+		t.Errorf("ReadLog: %v", err)
+	}
+	if _, err := s.Scan(ctx, ScanRequest{AllConversations: true}); err != nil {
+		t.Errorf("Scan without redacting: %v", err)
+	}
+
+	writes := []struct {
+		name string
+		call func() error
+	}{
+		{"Ingest", func() error {
+			_, err := s.Ingest(ctx, IngestRequest{ConversationID: "trip", Messages: []Message{msg("user", "Ana", "a new message", time.Time{})}})
+			return err
+		}},
+		{"Ingest into a new conversation", func() error {
+			_, err := s.Ingest(ctx, IngestRequest{ConversationID: "new", Messages: []Message{msg("user", "Ana", "a new message", time.Time{})}})
+			return err
+		}},
+		{"Forget", func() error {
+			_, err := s.Forget(ctx, ForgetRequest{ConversationID: "trip", Query: "Kyoto"})
+			return err
+		}},
+		{"AddAlias", func() error { _, err := s.AddAlias(ctx, "trip", "japan", st.Tags[0].Tag); return err }},
+		{"UpdateSettings", func() error { _, err := s.UpdateSettings(SettingsPatch{}); return err }},
+		{"ResetSettings", func() error { _, err := s.ResetSettings(); return err }},
+		{"Scan with Redact", func() error { _, err := s.Scan(ctx, ScanRequest{AllConversations: true, Redact: true}); return err }},
+		{"RegenerateSummaries", func() error { _, err := s.RegenerateSummaries(ctx, RegenerateRequest{}); return err }},
+		{"SummarizeTurns", func() error { _, err := s.SummarizeTurns(ctx, TurnSummaryRequest{}); return err }},
+		{"ClearTurnSummaries", func() error { _, err := s.ClearTurnSummaries(ctx, "trip"); return err }},
+		{"ImportBundle", func() error { _, err := s.ImportBundle(ctx, &Bundle{}, BundleImportOptions{}, nil); return err }},
+		{"CompactMessages", func() error {
+			_, err := s.CompactMessages(ctx, ReplaceRequest{ConversationID: "trip", Messages: []Message{msg("user", "Ana", "hello", time.Time{})}})
+			return err
+		}},
+	}
+	for _, w := range writes {
+		err := w.call()
+		if !errors.Is(err, ErrReadOnly) {
+			t.Errorf("%s: got %v, want ErrReadOnly", w.name, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "recall_context") {
+			t.Errorf("%s: the refusal %q should name %s and say what still works", w.name, err, dir)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := os.Stat(snapshot); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("snapshot %s left after Close: %v", snapshot, err)
+	}
+	after := dirState(t, dir)
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s changed in the read-only data directory", k)
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			t.Errorf("%s appeared in the read-only data directory", k)
+		}
+	}
+}
+
+// TestReadOnlyNextToAWriter: a data directory another store has open for
+// writing is reported in use, not copied half-written; one whose vc.db is
+// unreadable is served from its master logs; one with no memory in it is
+// an error that says so; and rebuild refuses to run read-only.
+func TestReadOnlyNextToAWriter(t *testing.T) {
+	ctx := context.Background()
+	probe := RecallRequest{ConversationID: "trip", Message: "the vet appointment for Rex", MaxTokens: 400}
+	dir, _ := filledDir(t, probe)
+
+	w := openTest(t, Options{Dir: dir, LockTimeout: 100 * time.Millisecond})
+	if _, err := Open(ctx, Options{Dir: dir, ReadOnly: true, LockTimeout: 100 * time.Millisecond}); !errors.Is(err, ErrLocked) {
+		t.Errorf("read-only open next to a writer: got %v, want ErrLocked", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, dbFile), []byte(strings.Repeat("not a bbolt file ", 512)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, Options{Dir: dir, ReadOnly: true, LockTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("read-only open with a damaged vc.db: %v", err)
+	}
+	if err := s.WaitIndexed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Recall(ctx, probe)
+	if err != nil || !strings.Contains(res.Text, "vaccination") {
+		t.Errorf("recall from the logs alone: %q, %v", res.Text, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := Open(ctx, Options{Dir: t.TempDir(), ReadOnly: true}); !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "holds no vc-mcp memory") {
+		t.Errorf("read-only open of an empty directory: %v", err)
+	}
+	if err := Rebuild(ctx, Options{Dir: dir, ReadOnly: true}, nil); err == nil {
+		t.Error("Rebuild ran read-only")
+	}
+}
+
+// TestNotWritableLeavesNothing: the write check of a writable directory
+// says nil and leaves no file behind; a missing directory is not refused
+// (Open creates it). Refusals are checked end to end, as a user without
+// write permission (TestReadOnlyDataDirectoryOverMCP in cmd/vc-mcp).
+func TestNotWritableLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := dirState(t, dir)
+	if err := NotWritable(dir); err != nil {
+		t.Fatalf("NotWritable(writable dir) = %v", err)
+	}
+	if err := NotWritable(filepath.Join(dir, "missing")); err != nil {
+		t.Fatalf("NotWritable(missing dir) = %v", err)
+	}
+	after := dirState(t, dir)
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			t.Errorf("the write check left %s", k)
+		}
+	}
+}
