@@ -2,46 +2,25 @@ package memory
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vc-mcp/vc-mcp/internal/files"
 )
 
-// dirState is every file under dir with its content's hash, size and
-// modification time: what "never written" means.
+// dirState fingerprints the tree under dir (files.State).
 func dirState(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		if d.IsDir() {
-			out[rel+"/"] = info.ModTime().String()
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		out[rel] = fmt.Sprintf("%x %s", sha256.Sum256(b), info.ModTime())
-		return nil
-	})
+	st, err := files.State(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return st
 }
 
 // filledDir is a closed data directory with two conversations, one of
@@ -158,16 +137,8 @@ func TestReadOnlyServesReadsAndNeverWrites(t *testing.T) {
 	if _, err := os.Stat(snapshot); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("snapshot %s left after Close: %v", snapshot, err)
 	}
-	after := dirState(t, dir)
-	for k, v := range before {
-		if after[k] != v {
-			t.Errorf("%s changed in the read-only data directory", k)
-		}
-	}
-	for k := range after {
-		if _, ok := before[k]; !ok {
-			t.Errorf("%s appeared in the read-only data directory", k)
-		}
+	for _, c := range files.Changes(before, dirState(t, dir)) {
+		t.Errorf("the read-only data directory was written: %s", c)
 	}
 }
 
@@ -231,10 +202,9 @@ func TestNotWritableLeavesNothing(t *testing.T) {
 	if err := NotWritable(filepath.Join(dir, "missing")); err != nil {
 		t.Fatalf("NotWritable(missing dir) = %v", err)
 	}
-	after := dirState(t, dir)
-	for k := range after {
-		if _, ok := before[k]; !ok {
-			t.Errorf("the write check left %s", k)
+	for _, c := range files.Changes(before, dirState(t, dir)) {
+		if strings.HasPrefix(c, "added ") || strings.HasPrefix(c, "removed ") {
+			t.Errorf("the write check left a trace: %s", c)
 		}
 	}
 }

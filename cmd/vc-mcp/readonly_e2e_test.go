@@ -4,9 +4,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -17,6 +14,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/vc-mcp/vc-mcp/internal/files"
 )
 
 // TestReadOnlyDataDirectoryOverMCP runs `vc-mcp serve` from a host, with
@@ -54,7 +53,7 @@ func TestReadOnlyDataDirectoryOverMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(base, "vc-mcp")
-	if err := copyExecutable(binary, bin); err != nil {
+	if err := files.Copy(binary, bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	data := filepath.Join(base, "data")
@@ -149,16 +148,8 @@ func TestReadOnlyDataDirectoryOverMCP(t *testing.T) {
 		t.Errorf("the read-only server did not exit cleanly: %v", server.ProcessState)
 	}
 
-	after := treeState(t, data)
-	for k, v := range before {
-		if after[k] != v {
-			t.Errorf("%s changed in the read-only data directory", k)
-		}
-	}
-	for k := range after {
-		if _, ok := before[k]; !ok {
-			t.Errorf("%s appeared in the read-only data directory", k)
-		}
+	for _, c := range files.Changes(before, treeState(t, data)) {
+		t.Errorf("the read-only data directory was written: %s", c)
 	}
 	if left, _ := os.ReadDir(filepath.Join(base, "tmp")); len(left) > 0 {
 		t.Errorf("the server left %s in its temporary directory", left[0].Name())
@@ -172,50 +163,11 @@ func TestReadOnlyDataDirectoryOverMCP(t *testing.T) {
 	}
 }
 
-// treeState is every file under dir with its content's hash and its
-// modification time, and every directory with its modification time.
 func treeState(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if d.IsDir() {
-			out[rel+"/"] = info.ModTime().String()
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		out[rel] = fmt.Sprintf("%x %s", sha256.Sum256(b), info.ModTime())
-		return nil
-	})
+	st, err := files.State(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
-}
-
-func copyExecutable(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		_ = out.Close()
-		return err
-	}
-	return out.Close()
+	return st
 }
