@@ -33,9 +33,19 @@ var ErrReadOnly = errors.New("read-only data directory")
 // expand_topic and collapse_topic page the snapshot's working set for as
 // long as the process runs. Close deletes the snapshot.
 type readOnly struct {
-	dir     string // the data directory served; never written
-	scratch string // the snapshot opened (Options.Dir inside the store)
-	reason  error  // why it may not be written; nil when asked for
+	dir     string   // the data directory served; never written
+	scratch string   // the snapshot opened (Options.Dir inside the store)
+	lock    *bolt.DB // held while the snapshot is in use (snapshotLock)
+	reason  error    // why it may not be written; nil when asked for
+}
+
+// removeSnapshot deletes the snapshot, after the store using it closed.
+func (r *readOnly) removeSnapshot() error {
+	err := r.lock.Close()
+	if rerr := os.RemoveAll(r.scratch); rerr != nil {
+		err = errors.Join(err, fmt.Errorf("remove the snapshot of the read-only data directory: %w", rerr))
+	}
+	return err
 }
 
 // readOnlyEntries are the parts of a data directory a snapshot copies
@@ -44,41 +54,36 @@ type readOnly struct {
 var readOnlyEntries = []string{logsDir, decisionsDir, indexDir, requestsDir, quarantineDir, itemVectorsDir, settingsFile}
 
 // NotWritable says why vc-mcp may not write the data directory dir (a
-// read-only file system, no permission for this user), or returns nil when
-// it may, or when dir does not exist yet (Open creates it, or says why it
-// cannot). It creates and removes one empty file to find out.
+// read-only file system, no permission for this user on the directory or
+// on any file of the store in it), or returns nil when it may, or when dir
+// does not exist yet (Open creates it, or says why it cannot). It writes
+// nothing (see writable).
 func NotWritable(dir string) error {
 	if _, err := os.Stat(dir); err != nil {
 		return nil
 	}
-	for _, d := range []string{dir, filepath.Join(dir, logsDir)} {
-		f, err := os.CreateTemp(d, ".vc-mcp-write-check-*")
-		if err != nil {
-			if isNotWritable(err) {
-				return fmt.Errorf("cannot create a file in %s: %w", d, underlying(err))
-			}
-			continue // missing (created by Open) or another fault Open reports
+	check := func(p string) error {
+		if err := writable(p); err != nil && isNotWritable(err) {
+			return fmt.Errorf("cannot write %s: %w", p, underlying(err))
 		}
-		name := f.Name()
-		_ = f.Close()
-		_ = os.Remove(name)
+		return nil
 	}
-	f, err := os.OpenFile(filepath.Join(dir, dbFile), os.O_RDWR, 0)
-	if err == nil {
-		_ = f.Close()
-	} else if isNotWritable(err) {
-		return fmt.Errorf("cannot write %s: %w", filepath.Join(dir, dbFile), underlying(err))
+	if err := check(dir); err != nil {
+		return err
+	}
+	for _, name := range append([]string{dbFile}, readOnlyEntries...) {
+		root := filepath.Join(dir, filepath.FromSlash(name))
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil // missing, or unreadable: the copy says so
+			}
+			return check(p)
+		})
+		if err != nil {
+			return err
+		}
 	}
 	return nil
-}
-
-// underlying strips the path an *fs.PathError repeats.
-func underlying(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 func isNotWritable(err error) bool {
@@ -113,72 +118,100 @@ func (s *Store) refuseWrite() error {
 	return s.ro.error()
 }
 
-// snapshotDir copies the data directory dir into a new temporary directory
-// and returns its path. A directory with no memory in it is an error: there
-// is nothing to serve, and nothing could be stored.
-func snapshotDir(dir string, lockTimeout time.Duration, log *slog.Logger) (scratch string, err error) {
+// snapshotDir copies the data directory dir into a new temporary
+// directory and returns its path and the lock that marks it in use (see
+// removeStaleSnapshots); on error nothing is left behind. A directory with
+// no memory in it is an error: there is nothing to serve, and nothing could
+// be stored. The master and decisions logs must be copied whole; the
+// derived parts (vc.db, the index, request histories, caches) are left out
+// when they cannot be read, and the snapshot remakes what it needs.
+func snapshotDir(dir string, lockTimeout time.Duration, log *slog.Logger) (scratch string, lock *bolt.DB, err error) {
 	_, dbErr := os.Stat(filepath.Join(dir, dbFile))
 	_, logErr := os.Stat(filepath.Join(dir, logsDir))
 	if dbErr != nil && logErr != nil {
-		return "", fmt.Errorf("%w: the data directory %s holds no vc-mcp memory and cannot be written", ErrReadOnly, dir)
+		return "", nil, &readOnlyError{fmt.Sprintf("the data directory %s holds no vc-mcp memory and cannot be written", dir)}
 	}
 	removeStaleSnapshots(log)
-	scratch, err = os.MkdirTemp("", snapshotPrefix+"*")
+	tmp, err := os.MkdirTemp("", snapshotPrefix+"*")
 	if err != nil {
-		return "", fmt.Errorf("create a snapshot of the read-only data directory %s: %w", dir, err)
+		return "", nil, fmt.Errorf("create a snapshot of the read-only data directory %s: %w", dir, err)
 	}
+	done := false
 	defer func() {
-		if err != nil {
-			_ = os.RemoveAll(scratch)
-			scratch = ""
+		if !done {
+			if lock != nil {
+				_ = lock.Close()
+			}
+			_ = os.RemoveAll(tmp)
 		}
 	}()
+	if lock, err = bolt.Open(filepath.Join(tmp, snapshotLock), 0o600, &bolt.Options{Timeout: time.Second}); err != nil {
+		return "", nil, fmt.Errorf("lock the snapshot %s: %w", tmp, err)
+	}
 	copyIndex := true
 	if dbErr == nil {
-		if err := copyDB(filepath.Join(dir, dbFile), filepath.Join(scratch, dbFile), lockTimeout, log); err != nil {
+		if err := copyDB(filepath.Join(dir, dbFile), filepath.Join(tmp, dbFile), lockTimeout, log); err != nil {
 			if errors.Is(err, bolt.ErrTimeout) {
-				return "", lockedError(dir)
+				return "", nil, lockedError(dir)
 			}
-			// Derived state: the snapshot remakes it from the logs.
 			log.Warn("vc.db of the read-only data directory could not be read; the snapshot remakes it from the master logs", "data_dir", dir, "err", err)
-			_ = os.Remove(filepath.Join(scratch, dbFile))
-			copyIndex = false
+			_ = os.Remove(filepath.Join(tmp, dbFile))
+			copyIndex = false // its watermarks went with vc.db
 		}
 	}
 	for _, name := range readOnlyEntries {
 		if name == indexDir && !copyIndex {
 			continue
 		}
-		if err := copyTree(filepath.Join(dir, filepath.FromSlash(name)), filepath.Join(scratch, filepath.FromSlash(name))); err != nil {
-			return "", fmt.Errorf("snapshot the read-only data directory %s: %w", dir, err)
+		target := filepath.Join(tmp, filepath.FromSlash(name))
+		err := copyTree(filepath.Join(dir, filepath.FromSlash(name)), target)
+		switch {
+		case err == nil:
+		case name == logsDir || name == decisionsDir:
+			return "", nil, fmt.Errorf("snapshot the read-only data directory %s: %w", dir, err)
+		default:
+			log.Warn("a derived part of the read-only data directory could not be read; the snapshot does without it", "data_dir", dir, "part", name, "err", err)
+			if err := os.RemoveAll(target); err != nil {
+				return "", nil, fmt.Errorf("snapshot the read-only data directory %s: %w", dir, err)
+			}
 		}
 	}
-	return scratch, nil
+	done = true
+	return tmp, lock, nil
 }
 
-// snapshotPrefix names the snapshots in the temporary directory.
-const snapshotPrefix = "vc-mcp-read-only-"
+const (
+	// snapshotPrefix names the snapshots in the temporary directory.
+	snapshotPrefix = "vc-mcp-read-only-"
+	// snapshotLock is the bbolt file whose lock a snapshot's process
+	// holds from the snapshot's first moment to its removal.
+	snapshotLock = "snapshot.lock"
+)
 
 // removeStaleSnapshots deletes the snapshots of processes that ended
-// without closing their store (killed): nobody holds their vc.db's lock
-// any more. Snapshots younger than a minute are left alone, as one may be
-// in the middle of being copied.
+// without closing their store (killed): nobody holds their lock any more.
+// One without a lock file is a minute old at least before it is taken for
+// dead, as its process may be between creating it and locking it.
 func removeStaleSnapshots(log *slog.Logger) {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), snapshotPrefix+"*"))
 	for _, d := range dirs {
 		info, err := os.Stat(d)
-		if err != nil || !info.IsDir() || time.Since(info.ModTime()) < time.Minute {
+		if err != nil || !info.IsDir() {
 			continue
 		}
-		err = boltDB{dir: d, log: log}.guard(func(*bolt.DB) error {
-			db, err := bolt.Open(filepath.Join(d, dbFile), 0o600, &bolt.Options{Timeout: 50 * time.Millisecond, ReadOnly: true})
+		lockPath := filepath.Join(d, snapshotLock)
+		if _, err := os.Stat(lockPath); errors.Is(err, fs.ErrNotExist) {
+			if time.Since(info.ModTime()) < time.Minute {
+				continue
+			}
+		} else if err := (boltDB{dir: d, log: log}).guard(func(*bolt.DB) error {
+			db, err := bolt.Open(lockPath, 0o600, &bolt.Options{Timeout: 20 * time.Millisecond, ReadOnly: true})
 			if err != nil {
 				return err
 			}
 			return db.Close()
-		})
-		if err != nil {
-			continue // held (or not ours to judge)
+		}); err != nil {
+			continue // held: alive (or not ours to judge)
 		}
 		if err := os.RemoveAll(d); err == nil {
 			log.Info("removed the snapshot of a read-only data directory left by a process that ended", "snapshot", d)
@@ -204,27 +237,63 @@ func copyDB(src, dst string, lockTimeout time.Duration, log *slog.Logger) error 
 }
 
 // copyTree copies the regular files under src (a file or a directory) to
-// dst. A missing src copies nothing.
+// dst, following symbolic links (a logs directory kept elsewhere) and
+// skipping dangling ones and anything that is neither a file nor a
+// directory. A missing src copies nothing.
 func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+	info, err := os.Stat(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return copyFollowing(src, dst, info, map[string]bool{})
+}
+
+func copyFollowing(src, dst string, info fs.FileInfo, seen map[string]bool) error {
+	switch {
+	case info.Mode().IsRegular():
+		return files.Copy(src, dst, 0o600)
+	case !info.IsDir():
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return err
+	}
+	if seen[real] {
+		return nil // a link back up the tree
+	}
+	seen[real] = true
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		p := filepath.Join(src, e.Name())
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a dangling link
+		}
 		if err != nil {
-			if path == src && errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
 			return err
 		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
+		if err := copyFollowing(p, filepath.Join(dst, e.Name()), fi, seen); err != nil {
 			return err
 		}
-		target := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, 0o700)
-		case d.Type().IsRegular():
-			return files.Copy(path, target, 0o600)
-		default:
-			return nil // sockets, links: not the store's
-		}
-	})
+	}
+	return nil
+}
+
+// underlying strips the path an *fs.PathError repeats.
+func underlying(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/vc-mcp/vc-mcp/internal/files"
 )
@@ -151,9 +154,14 @@ func TestReadOnlyNextToAWriter(t *testing.T) {
 	probe := RecallRequest{ConversationID: "trip", Message: "the vet appointment for Rex", MaxTokens: 400}
 	dir, _ := filledDir(t, probe)
 
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	w := openTest(t, Options{Dir: dir, LockTimeout: 100 * time.Millisecond})
 	if _, err := Open(ctx, Options{Dir: dir, ReadOnly: true, LockTimeout: 100 * time.Millisecond}); !errors.Is(err, ErrLocked) {
 		t.Errorf("read-only open next to a writer: got %v, want ErrLocked", err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("a read-only open that failed left %s behind", left[0].Name())
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -206,5 +214,102 @@ func TestNotWritableLeavesNothing(t *testing.T) {
 		if strings.HasPrefix(c, "added ") || strings.HasPrefix(c, "removed ") {
 			t.Errorf("the write check left a trace: %s", c)
 		}
+	}
+}
+
+// BenchmarkOpenReadOnly times opening a closed 10,000-turn data directory
+// and answering one recall, writable (the baseline) and read-only (the
+// snapshot's copy on top).
+func BenchmarkOpenReadOnly(b *testing.B) {
+	dir := b.TempDir()
+	s, err := Open(context.Background(), Options{Dir: dir, ContextWindow: 8000, ProtectedTurns: 4, noSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := chat(10000, t0)
+	for i := 0; i < len(msgs); i += 500 {
+		ingest(b, s, "c", msgs[i:i+500])
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	for _, ro := range []bool{false, true} {
+		name := "writable"
+		if ro {
+			name = "read-only"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				s, err := Open(context.Background(), Options{Dir: dir, ReadOnly: ro, ContextWindow: 8000, ProtectedTurns: 4, noSync: true, Logger: quiet})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Recall(context.Background(), RecallRequest{ConversationID: "c", Message: "the Kyoto ryokan", MaxTokens: 2000}); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestStaleSnapshotsAndOnlyThemAreRemoved: a read-only start removes the
+// snapshots of processes that ended (their lock free, or no lock file and
+// a minute old) and leaves those of live stores, however old, and a new
+// one not locked yet.
+func TestStaleSnapshotsAndOnlyThemAreRemoved(t *testing.T) {
+	ctx := context.Background()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dir, _ := filledDir(t, RecallRequest{ConversationID: "trip", Message: "Kyoto"})
+	old := time.Now().Add(-time.Hour)
+
+	live, err := Open(ctx, Options{Dir: dir, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	if err := os.Chtimes(live.opts.Dir, old, old); err != nil {
+		t.Fatal(err)
+	}
+	snap := func(name string, locked bool, mtime time.Time) string {
+		d := filepath.Join(tmp, snapshotPrefix+name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if locked {
+			db, err := bolt.Open(filepath.Join(d, snapshotLock), 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil { // its process ended
+				t.Fatal(err)
+			}
+		}
+		if err := os.Chtimes(d, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	deadLocked := snap("dead", true, time.Now())
+	deadNoLock := snap("killed-before-locking", false, old)
+	young := snap("being-made", false, time.Now())
+
+	s, err := Open(ctx, Options{Dir: dir, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for d, want := range map[string]bool{live.opts.Dir: true, deadLocked: false, deadNoLock: false, young: true, s.opts.Dir: true} {
+		_, err := os.Stat(d)
+		if got := err == nil; got != want {
+			t.Errorf("%s: there %v, want %v", filepath.Base(d), got, want)
+		}
+	}
+	if _, err := live.Recall(ctx, RecallRequest{ConversationID: "trip", Message: "Kyoto"}); err != nil {
+		t.Errorf("the live store after another's start: %v", err)
 	}
 }

@@ -211,12 +211,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Dir == "" {
 		return nil, fmt.Errorf("%w: no data directory given", ErrInvalid)
 	}
-	var why error
-	if !opts.ReadOnly {
-		// Asked for, it is not tried: trying creates a file.
-		if why = NotWritable(opts.Dir); why == nil {
-			return open(ctx, opts, nil)
-		}
+	why := NotWritable(opts.Dir)
+	if !opts.ReadOnly && why == nil {
+		return open(ctx, opts, nil)
 	}
 	if opts.Shared != nil {
 		if why != nil {
@@ -224,12 +221,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("%w: a shared store (--store) cannot be served read-only", ErrInvalid)
 	}
-	ro := &readOnly{dir: opts.Dir, reason: why}
-	scratch, err := snapshotDir(opts.Dir, opts.LockTimeout, opts.Logger)
+	scratch, lock, err := snapshotDir(opts.Dir, opts.LockTimeout, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
-	ro.scratch = scratch
+	ro := &readOnly{dir: opts.Dir, scratch: scratch, lock: lock, reason: why}
 	opts.Dir = scratch
 	opts.TagTTL = nil // expiry forgets: a write
 	reason := "asked for"
@@ -240,8 +236,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		"data_dir", ro.dir, "reason", reason, "snapshot", scratch)
 	s, err := open(ctx, opts, ro)
 	if err != nil {
-		_ = os.RemoveAll(scratch)
-		return nil, err
+		return nil, errors.Join(err, ro.removeSnapshot())
 	}
 	return s, nil
 }
@@ -608,8 +603,8 @@ func (s *Store) Close() error {
 		}
 	}
 	if s.ro != nil {
-		if err := os.RemoveAll(s.ro.scratch); err != nil {
-			errs = append(errs, fmt.Errorf("remove the snapshot of the read-only data directory: %w", err))
+		if err := s.ro.removeSnapshot(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -708,11 +703,11 @@ func (s *Store) conversationIDs() ([]string, error) {
 // Rebuildable says why Rebuild cannot run on opts.Dir (it is read-only),
 // or returns nil.
 func Rebuildable(opts Options) error {
-	if opts.ReadOnly {
-		return fmt.Errorf("%w: rebuild writes vc.db and the index inside %s: it cannot run read-only", ErrInvalid, opts.Dir)
-	}
 	if why := NotWritable(opts.Dir); why != nil {
 		return &readOnlyError{fmt.Sprintf("rebuild remakes vc.db and the index inside %s, which this user may not do (%v): make it writable by the user running vc-mcp, or rebuild a copy of it", opts.Dir, why)}
+	}
+	if opts.ReadOnly {
+		return fmt.Errorf("%w: rebuild writes vc.db and the index inside %s: it cannot run read-only", ErrInvalid, opts.Dir)
 	}
 	return nil
 }

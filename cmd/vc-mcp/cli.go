@@ -505,11 +505,13 @@ func (f *memFlags) withStoreAlone(cmd *cobra.Command, fn func(store *memory.Stor
 	ctx := cmd.Context()
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := memoryOptions(cfg, log)
-	release, err := exclusive(ctx, cfg, &opts)
-	if err != nil {
-		return err
+	if !opts.ReadOnly { // read-only, it is opened beside a server, or reported in use
+		release, err := exclusive(ctx, cfg, &opts)
+		if err != nil {
+			return err
+		}
+		defer release()
 	}
-	defer release()
 	store, err := memory.Open(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", cfg.DataDir, err)

@@ -39,6 +39,8 @@ func httpOptions(cfg settings, log *slog.Logger, stderr io.Writer) (mcp.HTTPOpti
 	switch {
 	case cfg.AllowRemote && !authed:
 		return opts, fmt.Errorf("allow_remote needs auth_token_file: a memory reachable from other hosts must require a token (see \"Remote access and auth\" in the README)")
+	case !authed && readOnlyDir(cfg):
+		fmt.Fprintln(stderr, "vc-mcp: warning: HTTP without auth_token_file: any process on this machine can read this memory")
 	case !authed:
 		fmt.Fprintln(stderr, "vc-mcp: warning: HTTP without auth_token_file: any process on this machine can read and write this memory")
 	}

@@ -59,7 +59,8 @@ func llmConfig(s settings, getenv func(string) string) llm.Config {
 // newLLM builds the model-backed Tagger and Summarizer for memory.Options
 // from cfg, with the deterministic ones as fallbacks. With provider "none"
 // it returns nil seams (memory's built-ins) and a no-op close. The usage
-// log goes to <dataDir>/llm-usage.jsonl; close releases it. For provider
+// log goes to <dataDir>/llm-usage.jsonl (none with dataDir "", for a
+// read-only data directory); close releases it. For provider
 // "sampling" the model is the MCP client's, reached through the context of
 // the tool call being served; the MCP server must call EnableSampling.
 // With SummariesOnly the tagger is nil (memory's keyword tagger).
@@ -81,9 +82,13 @@ func newLLM(cfg llm.Config, dataDir string, getenv func(string) string, fallback
 	} else if c, err = llm.NewCompleter(cfg, getenv, nil); err != nil {
 		return nil, nil, noop, err
 	}
-	usage, err := llm.OpenUsageLog(dataDir)
-	if err != nil {
-		return nil, nil, noop, err
+	var usage *llm.UsageLog
+	closeUsage := noop
+	if dataDir != "" {
+		if usage, err = llm.OpenUsageLog(dataDir); err != nil {
+			return nil, nil, noop, err
+		}
+		closeUsage = usage.Close
 	}
 	client := llm.NewClient(cfg, c, llm.ClientOptions{Usage: usage, Logger: log})
 	var tagger memory.Tagger
@@ -92,5 +97,5 @@ func newLLM(cfg llm.Config, dataDir string, getenv func(string) string, fallback
 	}
 	log.Info("LLM tagging and summaries", "provider", cfg.Provider, "model", cfg.Model, "base_url", cfg.BaseURL,
 		"prompt_mode", cfg.PromptMode, "max_concurrency", cfg.MaxConcurrency, "summaries_only", cfg.SummariesOnly)
-	return tagger, llm.NewSummarizer(client, fallbackSummarizer), usage.Close, nil
+	return tagger, llm.NewSummarizer(client, fallbackSummarizer), closeUsage, nil
 }

@@ -3,7 +3,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -11,11 +13,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/vc-mcp/vc-mcp/internal/files"
+	"github.com/vc-mcp/vc-mcp/share"
 )
 
 // TestReadOnlyDataDirectoryOverMCP runs `vc-mcp serve` from a host, with
@@ -91,6 +95,14 @@ func TestReadOnlyDataDirectoryOverMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := treeState(t, data)
+	// Derived parts it cannot even read (an owner's later server made
+	// them owner-only): the snapshot does without them.
+	unreadable := []string{filepath.Join(data, "index.bleve"), filepath.Join(data, "requests")}
+	for _, p := range unreadable {
+		if err := os.Chmod(p, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	home := filepath.Join(base, "home")
 	env := append(childEnv(t), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
@@ -139,7 +151,7 @@ func TestReadOnlyDataDirectoryOverMCP(t *testing.T) {
 		{"forget", map[string]any{"conversation_id": "ro", "query": "ferry gate"}},
 	} {
 		res := call(t, c, refused.tool, refused.args)
-		if !res.IsError || !strings.Contains(text(res), refused.tool+" refused: the data directory "+data+" is served read-only") {
+		if !res.IsError || !strings.Contains(text(res), refused.tool+" refused: the data directory "+data+" is served read-only (it cannot be written: ") {
 			t.Errorf("%s on a read-only data directory: isError %v, %q", refused.tool, res.IsError, text(res))
 		}
 	}
@@ -148,11 +160,52 @@ func TestReadOnlyDataDirectoryOverMCP(t *testing.T) {
 		t.Errorf("the read-only server did not exit cleanly: %v", server.ProcessState)
 	}
 
+	// Commands: a read (aliases list) needs no hand-over; an LLM
+	// configured records no usage in the directory.
+	for _, args := range [][]string{{"aliases", "list", "--data-dir", data}, {"status", "--data-dir", data}} {
+		cmd := exec.Command(bin, args...)
+		asUser(cmd)
+		cmd.Env = append(cmd.Env, "VC_LLM_PROVIDER=sampling")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("vc-mcp %s on a read-only data directory: %v\n%s", args[0], err, out)
+		}
+	}
+
+	// A hang-up ends a read-only server as SIGTERM does: its snapshot goes.
+	hup := exec.Command(bin, "serve", "--data-dir", data)
+	asUser(hup)
+	hupIn, err := hup.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hupOut, err := hup.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(hupIn, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"hup","version":"1"}}}`)
+	if line, err := bufio.NewReader(hupOut).ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+		t.Fatalf("initialize before the hang-up: %q, %v", line, err)
+	}
+	if err := hup.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if err := hup.Wait(); err != nil {
+		t.Errorf("after SIGHUP: %v", err)
+	}
+
+	for _, p := range unreadable {
+		if err := os.Chmod(p, 0o555); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, c := range files.Changes(before, treeState(t, data)) {
 		t.Errorf("the read-only data directory was written: %s", c)
 	}
 	if left, _ := os.ReadDir(filepath.Join(base, "tmp")); len(left) > 0 {
-		t.Errorf("the server left %s in its temporary directory", left[0].Name())
+		t.Errorf("a server left %s in its temporary directory", left[0].Name())
 	}
 
 	rebuild := exec.Command(bin, "rebuild", "--data-dir", data)
@@ -170,4 +223,33 @@ func treeState(t *testing.T, dir string) map[string]string {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// TestReadOnlyHTTPLeavesTheDirectoryToItsWriter: `serve --http
+// --read-only` beside the shared server writing the directory reports it
+// in use; it does not take the directory over (a writable `serve --http`
+// would, and the hosts would reconnect to it).
+func TestReadOnlyHTTPLeavesTheDirectoryToItsWriter(t *testing.T) {
+	dir := t.TempDir()
+	host := startStdio(t, dir)
+	mustOK(t, host.c, "compact_context", map[string]any{"conversation_id": "w", "messages": []any{
+		msg("user", "The spare tyre is under the boot floor."),
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ro := exec.CommandContext(ctx, binary, "serve", "--http", "127.0.0.1:0", "--read-only", "--data-dir", dir)
+	ro.Env = childEnv(t)
+	out, err := ro.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), dir+" is in use by") {
+		t.Errorf("serve --http --read-only beside a writer: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "took the data directory over") {
+		t.Errorf("the read-only server took the directory over:\n%s", out)
+	}
+	if b, _ := os.ReadFile(share.LogFile(dir)); strings.Contains(string(b), "stop requested") {
+		t.Errorf("the writer was asked to stop:\n%s", b)
+	}
+	mustOK(t, host.c, "compact_context", map[string]any{"conversation_id": "w", "messages": []any{
+		msg("user", "The jack is in the left side pocket."),
+	}})
 }

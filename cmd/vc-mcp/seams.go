@@ -42,7 +42,11 @@ func wireSeams(ctx context.Context, cfg settings, opts *memory.Options, log *slo
 	}
 
 	lc := llmConfig(cfg, os.Getenv)
-	tagger, summarizer, closeLLM, err := newLLM(lc, cfg.DataDir, os.Getenv,
+	usageDir := cfg.DataDir
+	if opts.ReadOnly {
+		usageDir = "" // nothing is written there
+	}
+	tagger, summarizer, closeLLM, err := newLLM(lc, usageDir, os.Getenv,
 		tagging.NewKeyword(keywordOptions(cfg)), summarize.NewExtractive(nil), log)
 	if err != nil {
 		return seams{}, err

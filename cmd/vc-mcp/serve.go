@@ -47,13 +47,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer closeLog()
 
-	readOnly := cfg.ReadOnly
-	if !readOnly && memory.NotWritable(storeDir(cfg)) != nil {
-		// Neither a shared daemon (its socket and log live in the data
-		// directory) nor the store may write here: serve it from this
-		// process, read-only.
-		readOnly = true
-	}
+	// A read-only data directory is served from this process: a shared
+	// daemon's socket and log live in the directory.
+	readOnly := readOnlyDir(cfg)
 	if cfg.HTTPAddr == "" && os.Getenv("VC_SHARE") != "off" && !readOnly {
 		// Every stdio host shares one server per data directory.
 		return runBridge(ctx, cfg, args, stdin, stdout, log)
@@ -73,7 +69,6 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 
 	opts := memoryOptions(cfg, log)
-	opts.ReadOnly = readOnly
 	if opts.Scrubber, err = scrubberFor(cfg); err != nil {
 		return err
 	}
@@ -140,8 +135,14 @@ func memoryOptions(cfg settings, log *slog.Logger) memory.Options {
 		ContextSearch: cfg.ContextSearch,
 		Assembly:      cfg.Assembly,
 		Shared:        sharedLogs(cfg),
-		ReadOnly:      cfg.ReadOnly,
+		ReadOnly:      readOnlyDir(cfg),
 	}
+}
+
+// readOnlyDir reports whether cfg's data directory is served read-only:
+// asked for (read_only), or one this process may not write.
+func readOnlyDir(cfg settings) bool {
+	return cfg.ReadOnly || memory.NotWritable(storeDir(cfg)) != nil
 }
 
 // listen binds the HTTP address, refusing a non-loopback one unless
