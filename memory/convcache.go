@@ -55,10 +55,11 @@ const (
 	opRead   opKind = iota
 	opWrite         // writes derived state only
 	opAppend        // may append to the logs (shared logs: takes their lock)
-	// opPage appends like opAppend but only pages the working set
-	// (expand_topic, collapse_topic): a read-only store allows it, on its
-	// snapshot (readonly.go).
-	opPage
+	// opAppendRO is opAppend for an operation a read-only store allows
+	// (readonly.go): one that keeps its change on the snapshot for the
+	// process's life (paging the working set: expand_topic,
+	// collapse_topic) or changes nothing (a forget's dry run).
+	opAppendRO
 )
 
 // beginOn begins an operation on the conversation a call names (its
@@ -96,7 +97,7 @@ func (s *Store) begin(ctx context.Context, kind opKind) (context.Context, func()
 	}
 	s.ops++
 	s.mu.Unlock()
-	o := &op{write: kind != opRead, appends: kind == opAppend || kind == opPage}
+	o := &op{write: kind != opRead, appends: kind == opAppend || kind == opAppendRO}
 	octx := context.WithValue(ctx, opKey{}, o)
 	return octx, func() {
 		if s.shared != nil {

@@ -55,6 +55,14 @@
 // hint's form) can change while the store is open (UpdateSettings); the
 // changes are kept in runtime-settings.json in the data directory.
 //
+// A data directory this process may not write, or one opened with
+// Options.ReadOnly, is served from a private snapshot in the temporary
+// directory (readonly.go): the read path, which itself writes (a load's
+// log verification and repairs, catching the index up, the request
+// history), runs unchanged on the copy; calls that would store, forget or
+// change anything fail with ErrReadOnly; the directory is never opened for
+// writing.
+//
 // # Master log format
 //
 // logs/<file>.jsonl holds one record per line: a JSON value, then '\n'.

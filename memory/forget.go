@@ -75,8 +75,13 @@ type ForgetResult struct {
 // derived from them (see the comment at the top of forget.go).
 func (s *Store) Forget(ctx context.Context, req ForgetRequest) (ForgetResult, error) {
 	// opAppend: with shared logs, the conversation's lock is held from the
-	// selection to the commit of the rewrite.
-	ctx, end, id, err := s.beginOn(ctx, opAppend, req.ConversationID)
+	// selection to the commit of the rewrite. A dry run changes nothing: a
+	// read-only store answers it.
+	kind := opAppend
+	if req.DryRun {
+		kind = opAppendRO
+	}
+	ctx, end, id, err := s.beginOn(ctx, kind, req.ConversationID)
 	if err != nil {
 		return ForgetResult{}, err
 	}

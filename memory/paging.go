@@ -24,7 +24,7 @@ const (
 // evicting the coldest topics when over the working-set budget.
 func (s *Store) Expand(ctx context.Context, req ExpandRequest) (ExpandResult, error) {
 	res := ExpandResult{Evicted: []string{}, TurnIDs: []string{}, WorkingSet: []WorkingEntry{}, TruncationRefs: []TruncationRef{}}
-	ctx, end, id, err := s.beginOn(ctx, opPage, req.ConversationID)
+	ctx, end, id, err := s.beginOn(ctx, opAppendRO, req.ConversationID)
 	if err != nil {
 		return res, err
 	}
@@ -190,7 +190,7 @@ func (s *Store) writeSpanRef(c *conv, seqs []int, budget, used int, b *strings.B
 // the working set entirely. It reports the tokens freed.
 func (s *Store) Collapse(ctx context.Context, req CollapseRequest) (CollapseResult, error) {
 	res := CollapseResult{WorkingSet: []WorkingEntry{}}
-	ctx, end, id, err := s.beginOn(ctx, opPage, req.ConversationID)
+	ctx, end, id, err := s.beginOn(ctx, opAppendRO, req.ConversationID)
 	if err != nil {
 		return res, err
 	}

@@ -31,7 +31,8 @@ var ErrReadOnly = errors.New("read-only data directory")
 // writing is reported as locked rather than copied half-written. Calls that
 // would store, forget or change anything are refused with ErrReadOnly;
 // expand_topic and collapse_topic page the snapshot's working set for as
-// long as the process runs. Close deletes the snapshot.
+// long as the process runs, and a forget's dry run answers. Close deletes
+// the snapshot.
 type readOnly struct {
 	dir     string   // the data directory served; never written
 	scratch string   // the snapshot opened (Options.Dir inside the store)
@@ -92,14 +93,14 @@ func isNotWritable(err error) bool {
 
 // error is the refusal of a call that would write.
 func (r *readOnly) error() error {
-	why := "it was opened read-only"
+	why, fix := "it was opened read-only", "open it again without read-only (--read-only, VC_READ_ONLY, read_only)"
 	if r.reason != nil {
 		why = "it cannot be written: " + r.reason.Error()
+		fix = fmt.Sprintf("make %s writable by the user running vc-mcp (or choose another data directory) and restart vc-mcp", r.dir)
 	}
 	return &readOnlyError{fmt.Sprintf("the data directory %s is served read-only (%s), so nothing can be stored, forgotten or changed in it; "+
-		"recall_context, find_quote, expand_topic, read_log and domain_status still answer. "+
-		"To store again, make %s writable by the user running vc-mcp (or choose another data directory) and restart vc-mcp",
-		r.dir, why, r.dir)}
+		"recall_context, find_quote, expand_topic, read_log and domain_status still answer. To store again, %s",
+		r.dir, why, fix)}
 }
 
 // readOnlyError is a refusal whose message says it all; it wraps
@@ -238,13 +239,14 @@ func copyDB(src, dst string, lockTimeout time.Duration, log *slog.Logger) error 
 
 // copyTree copies the regular files under src (a file or a directory) to
 // dst, following symbolic links (a logs directory kept elsewhere) and
-// skipping dangling ones and anything that is neither a file nor a
-// directory. A missing src copies nothing.
+// skipping anything that is neither a file nor a directory. A missing src
+// copies nothing; a link that leads nowhere is an error, since what it
+// stood for would be missing from the copy.
 func copyTree(src, dst string) error {
-	info, err := os.Stat(src)
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(src); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	info, err := os.Stat(src)
 	if err != nil {
 		return err
 	}
@@ -276,11 +278,8 @@ func copyFollowing(src, dst string, info fs.FileInfo, seen map[string]bool) erro
 	for _, e := range entries {
 		p := filepath.Join(src, e.Name())
 		fi, err := os.Stat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // a dangling link
-		}
 		if err != nil {
-			return err
+			return err // a link that leads nowhere, or unreadable
 		}
 		if err := copyFollowing(p, filepath.Join(dst, e.Name()), fi, seen); err != nil {
 			return err

@@ -94,6 +94,9 @@ func TestReadOnlyServesReadsAndNeverWrites(t *testing.T) {
 	if _, err := s.Scan(ctx, ScanRequest{AllConversations: true}); err != nil {
 		t.Errorf("Scan without redacting: %v", err)
 	}
+	if f, err := s.Forget(ctx, ForgetRequest{ConversationID: "trip", Query: "Kyoto", DryRun: true}); err != nil || len(f.TurnIDs) == 0 {
+		t.Errorf("Forget's dry run: %+v, %v", f, err)
+	}
 
 	writes := []struct {
 		name string

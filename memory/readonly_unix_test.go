@@ -63,3 +63,32 @@ func TestReadOnlyFollowsLinks(t *testing.T) {
 		})
 	}
 }
+
+// TestReadOnlyRefusesADanglingLog: a log (or logs directory) behind a link
+// that leads nowhere is an error naming it, never an empty memory.
+func TestReadOnlyRefusesADanglingLog(t *testing.T) {
+	for _, linked := range []string{logsDir, filepath.Join(logsDir, fileName("trip")+logExt)} {
+		t.Run(filepath.Base(linked), func(t *testing.T) {
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			dir, _ := filledDir(t, RecallRequest{ConversationID: "trip", Message: "Kyoto"})
+			if err := os.RemoveAll(filepath.Join(dir, linked)); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(t.TempDir(), "gone"), filepath.Join(dir, linked)); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(context.Background(), Options{Dir: dir, ReadOnly: true})
+			if err == nil {
+				s.Close()
+				t.Fatal("a dangling log was served")
+			}
+			if !strings.Contains(err.Error(), "gone") && !strings.Contains(err.Error(), filepath.Base(linked)) {
+				t.Errorf("the error does not name the link: %v", err)
+			}
+			if left, _ := os.ReadDir(tmp); len(left) > 0 {
+				t.Errorf("left %s behind", left[0].Name())
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -140,10 +141,24 @@ func memoryOptions(cfg settings, log *slog.Logger) memory.Options {
 }
 
 // readOnlyDir reports whether cfg's data directory is served read-only:
-// asked for (read_only), or one this process may not write.
+// asked for (read_only), or one this process may not write. The check
+// asks about every file of the store (about 10 µs each), so its answer is
+// kept for the process's life: a start asks several times.
 func readOnlyDir(cfg settings) bool {
-	return cfg.ReadOnly || memory.NotWritable(storeDir(cfg)) != nil
+	if cfg.ReadOnly {
+		return true
+	}
+	dir := storeDir(cfg)
+	if v, ok := notWritable.Load(dir); ok {
+		return v.(bool)
+	}
+	ro := memory.NotWritable(dir) != nil
+	notWritable.Store(dir, ro)
+	return ro
 }
+
+// notWritable memoizes readOnlyDir by directory.
+var notWritable sync.Map
 
 // listen binds the HTTP address, refusing a non-loopback one unless
 // allow_remote is set: the server has no authentication of its own.
