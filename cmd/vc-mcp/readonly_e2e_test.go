@@ -216,6 +216,7 @@ func TestReadOnlyDataDirectoryOverMCP(t *testing.T) {
 	}
 }
 
+// treeState fingerprints the tree under dir (files.State).
 func treeState(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	st, err := files.State(dir)
