@@ -55,6 +55,12 @@ func newHarnessFor(t testing.TB, upstream string, tweak func(*proxy.Options)) *h
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
+	return newHarnessWith(t, upstream, store, tweak)
+}
+
+// newHarnessWith is newHarnessFor over a given store.
+func newHarnessWith(t testing.TB, upstream string, store *memory.Store, tweak func(*proxy.Options)) *harness {
+	t.Helper()
 	opts := proxy.Options{Upstream: upstream, Memory: store, ProtectedTurns: 2}
 	if tweak != nil {
 		tweak(&opts)

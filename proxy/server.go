@@ -37,6 +37,8 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	bg       sync.WaitGroup
+
+	readOnlyOnce sync.Once // the read-only memory's refusal is logged once
 }
 
 // maxSessions bounds the conversations a process remembers tags for.
@@ -895,8 +897,15 @@ func (s *Server) store(p *plan, rep reply, id int64) {
 }
 
 func (s *Server) storeFailed(id int64, err error) {
-	s.opts.Log.Warn("proxy: storing the exchange", "instance", s.opts.Label, "err", err)
 	s.opts.Journal.update(id, func(r *Record) { r.StoreError = err.Error() })
+	if errors.Is(err, memory.ErrReadOnly) {
+		// Every exchange would say it again: once is enough.
+		s.readOnlyOnce.Do(func() {
+			s.opts.Log.Warn("proxy: the memory is read-only: exchanges are forwarded and recalled from, not stored", "instance", s.opts.Label, "err", err)
+		})
+		return
+	}
+	s.opts.Log.Warn("proxy: storing the exchange", "instance", s.opts.Label, "err", err)
 }
 
 func (s *Server) toMemory(d dialect, msgs []message) []memory.Message {
