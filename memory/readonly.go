@@ -54,11 +54,18 @@ func (r *readOnly) removeSnapshot() error {
 // vectors cache) save the snapshot their rebuild.
 var readOnlyEntries = []string{logsDir, decisionsDir, indexDir, requestsDir, quarantineDir, itemVectorsDir, settingsFile}
 
+// writtenEntries are the parts of a data directory a writable store must
+// be able to write: without one of them it cannot store anything. The
+// derived parts (the index, request histories, caches) are left out: a
+// file there that this user may not write (left by one run as root) costs
+// warnings and retries, as it always did, not the whole memory.
+var writtenEntries = []string{dbFile, logsDir, decisionsDir}
+
 // NotWritable says why vc-mcp may not write the data directory dir (a
-// read-only file system, no permission for this user on the directory or
-// on any file of the store in it), or returns nil when it may, or when dir
-// does not exist yet (Open creates it, or says why it cannot). It writes
-// nothing (see writable).
+// read-only file system, no permission for this user on the directory, on
+// vc.db or on a master or decisions log), or returns nil when it may, or
+// when dir does not exist yet (Open creates it, or says why it cannot). On
+// Unix it writes nothing (see writable).
 func NotWritable(dir string) error {
 	if _, err := os.Stat(dir); err != nil {
 		return nil
@@ -72,8 +79,8 @@ func NotWritable(dir string) error {
 	if err := check(dir); err != nil {
 		return err
 	}
-	for _, name := range append([]string{dbFile}, readOnlyEntries...) {
-		root := filepath.Join(dir, filepath.FromSlash(name))
+	for _, name := range writtenEntries {
+		root := filepath.Join(dir, name)
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return nil // missing, or unreadable: the copy says so
@@ -96,7 +103,7 @@ func (r *readOnly) error() error {
 	why, fix := "it was opened read-only", "open it again without read-only (--read-only, VC_READ_ONLY, read_only)"
 	if r.reason != nil {
 		why = "it cannot be written: " + r.reason.Error()
-		fix = fmt.Sprintf("make %s writable by the user running vc-mcp (or choose another data directory) and restart vc-mcp", r.dir)
+		fix = fmt.Sprintf("make %s and everything in it writable by the user running vc-mcp (e.g. chown -R that user %s) and restart vc-mcp, or choose another data directory", r.dir, r.dir)
 	}
 	return &readOnlyError{fmt.Sprintf("the data directory %s is served read-only (%s), so nothing can be stored, forgotten or changed in it; "+
 		"recall_context, find_quote, expand_topic, read_log and domain_status still answer. To store again, %s",
@@ -151,7 +158,14 @@ func snapshotDir(dir string, lockTimeout time.Duration, log *slog.Logger) (scrat
 	}
 	copyIndex := true
 	if dbErr == nil {
-		if err := copyDB(filepath.Join(dir, dbFile), filepath.Join(tmp, dbFile), lockTimeout, log); err != nil {
+		// A compaction cut short by a crash leaves the whole file in
+		// vc.db.compacted and vc.db possibly half overwritten; the next
+		// writable open finishes it (finishCompaction).
+		src := filepath.Join(dir, dbFile)
+		if _, err := os.Stat(src + compactedSuffix); err == nil {
+			src += compactedSuffix
+		}
+		if err := copyDB(src, filepath.Join(tmp, dbFile), lockTimeout, log); err != nil {
 			if errors.Is(err, bolt.ErrTimeout) {
 				return "", nil, lockedError(dir)
 			}

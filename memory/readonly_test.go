@@ -115,6 +115,8 @@ func TestReadOnlyServesReadsAndNeverWrites(t *testing.T) {
 			return err
 		}},
 		{"AddAlias", func() error { _, err := s.AddAlias(ctx, "trip", "japan", st.Tags[0].Tag); return err }},
+		{"AddContextItem", func() error { _, err := s.AddContextItem(ctx, "trip", "style"); return err }},
+		{"RemoveContextItem", func() error { _, err := s.RemoveContextItem(ctx, "trip", "style"); return err }},
 		{"UpdateSettings", func() error { _, err := s.UpdateSettings(SettingsPatch{}); return err }},
 		{"ResetSettings", func() error { _, err := s.ResetSettings(); return err }},
 		{"Scan with Redact", func() error { _, err := s.Scan(ctx, ScanRequest{AllConversations: true, Redact: true}); return err }},
@@ -197,8 +199,10 @@ func TestReadOnlyNextToAWriter(t *testing.T) {
 }
 
 // TestNotWritableLeavesNothing: the write check of a writable directory
-// says nil and leaves no file behind; a missing directory is not refused
-// (Open creates it). Refusals are checked end to end, as a user without
+// says nil and leaves no file behind (on Windows it creates and removes
+// one in each directory, which moves their times: hence only added and
+// removed entries count here; TestNotWritableWritesNothing holds Unix to
+// no change at all); a missing directory is not refused (Open creates it). Refusals are checked end to end, as a user without
 // write permission (TestReadOnlyDataDirectoryOverMCP in cmd/vc-mcp).
 func TestNotWritableLeavesNothing(t *testing.T) {
 	dir := t.TempDir()

@@ -211,9 +211,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Dir == "" {
 		return nil, fmt.Errorf("%w: no data directory given", ErrInvalid)
 	}
-	why := NotWritable(opts.Dir)
-	if !opts.ReadOnly && why == nil {
-		return open(ctx, opts, nil)
+	var why error
+	if !opts.ReadOnly {
+		// Asked for, it is not checked: on Windows the check writes.
+		if why = NotWritable(opts.Dir); why == nil {
+			return open(ctx, opts, nil)
+		}
 	}
 	if opts.Shared != nil {
 		if why != nil {

@@ -505,7 +505,7 @@ func (f *memFlags) withStoreAlone(cmd *cobra.Command, fn func(store *memory.Stor
 	ctx := cmd.Context()
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := memoryOptions(cfg, log)
-	if !opts.ReadOnly { // read-only, it is opened beside a server, or reported in use
+	if !readOnlyDir(cfg) { // read-only, it is opened beside a server, or reported in use
 		release, err := exclusive(ctx, cfg, &opts)
 		if err != nil {
 			return err

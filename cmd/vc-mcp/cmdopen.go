@@ -120,7 +120,7 @@ func openForCommand(ctx context.Context, name string, cfg settings, stderr io.Wr
 			undo = append(undo, cleanup)
 		}
 	}
-	if opts.ReadOnly {
+	if readOnlyDir(cfg) {
 		// No hand-over: a server holding the directory keeps it, and
 		// Open says it is in use.
 		store, err = memory.Open(ctx, opts)

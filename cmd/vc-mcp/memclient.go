@@ -31,7 +31,9 @@ type memClient struct {
 // openMemClient connects to memory for cfg's data directory.
 func openMemClient(ctx context.Context, cfg settings, stderr io.Writer) (*memClient, error) {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if _, err := share.Status(ctx, cfg.DataDir); err == nil {
+	// Asked to be read-only, a command never reaches the shared server,
+	// which would store what it is given.
+	if _, err := share.Status(ctx, cfg.DataDir); err == nil && !cfg.ReadOnly {
 		return dialShared(ctx, cfg, log)
 	}
 	opts := memoryOptions(cfg, log)
@@ -44,7 +46,7 @@ func openMemClient(ctx context.Context, cfg settings, stderr io.Writer) (*memCli
 		return nil, err
 	}
 	store, err := memory.Open(ctx, opts)
-	if errors.Is(err, memory.ErrLocked) {
+	if errors.Is(err, memory.ErrLocked) && !cfg.ReadOnly {
 		// A shared server started meanwhile: use it.
 		sm.close()
 		return dialShared(ctx, cfg, log)

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -32,34 +33,8 @@ import (
 // left exactly as it was and the snapshot is removed at exit. rebuild
 // refuses with a message saying what to do.
 func TestReadOnlyDataDirectoryOverMCP(t *testing.T) {
-	base, err := os.MkdirTemp("", "vc-mcp-read-only-e2e-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				_ = os.Chmod(p, 0o700)
-			}
-			return nil
-		})
-		_ = os.RemoveAll(base)
-	})
-	for _, d := range []string{base, filepath.Join(base, "home"), filepath.Join(base, "tmp")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(d, 0o777); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(base, "vc-mcp")
-	if err := files.Copy(binary, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	u := newOtherUser(t)
+	base, bin := u.base, u.bin
 	data := filepath.Join(base, "data")
 
 	// Filled by a writable server, shared as hosts run it.
@@ -104,15 +79,7 @@ func TestReadOnlyDataDirectoryOverMCP(t *testing.T) {
 		}
 	}
 
-	home := filepath.Join(base, "home")
-	env := append(childEnv(t), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
-		"XDG_DATA_HOME="+filepath.Join(home, ".local", "share"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"), "TMPDIR="+filepath.Join(base, "tmp"))
-	asUser := func(cmd *exec.Cmd) {
-		cmd.Env = env
-		if os.Geteuid() == 0 {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		}
-	}
+	asUser := u.prepare
 	stderr := &syncBuffer{}
 	var server *exec.Cmd
 	tr := transport.NewStdioWithOptions(bin, nil, []string{"serve", "--data-dir", data}, transport.WithCommandFunc(
@@ -253,4 +220,189 @@ func TestReadOnlyHTTPLeavesTheDirectoryToItsWriter(t *testing.T) {
 	mustOK(t, host.c, "compact_context", map[string]any{"conversation_id": "w", "messages": []any{
 		msg("user", "The jack is in the left side pocket."),
 	}})
+}
+
+// TestReadOnlyFlagOnAWritableDirectory: --read-only keeps a directory the
+// user may write untouched. A CLI write asked to be read-only does not
+// reach the shared server writing the directory; `serve --read-only`
+// answers and refuses, saying how to store again; `proxy --read-only`
+// takes no socket and no host over. The directory's files and times are
+// as they were.
+func TestReadOnlyFlagOnAWritableDirectory(t *testing.T) {
+	dir := t.TempDir()
+	env := childEnv(t)
+	host := startStdio(t, dir)
+	mustOK(t, host.c, "compact_context", map[string]any{"conversation_id": "w", "messages": []any{
+		msg("user", "The spare tyre is under the boot floor."),
+	}})
+	_, stderr, code := cliRun(t, append(env, "VC_READ_ONLY=1"), `[{"role":"user","content":"The jack is in the glovebox."}]`,
+		"compact", "-i", "-", "--data-dir", dir, "--conversation", "w")
+	if code == 0 || !strings.Contains(stderr, "in use") {
+		t.Errorf("a read-only CLI write beside the shared server: exit %d, %q", code, stderr)
+	}
+	if q := text(mustOK(t, host.c, "find_quote", map[string]any{"conversation_id": "w", "query": "jack glovebox"})); strings.Contains(q, "is in the glovebox") {
+		t.Errorf("the read-only CLI write was stored: %q", q)
+	}
+	host.c.Close()
+	quiesceNow(t, dir)
+	before := treeState(t, dir)
+
+	ro := startStdio(t, dir, "--read-only")
+	if q := text(mustOK(t, ro.c, "find_quote", map[string]any{"conversation_id": "w", "query": "spare tyre"})); !strings.Contains(q, "boot floor") {
+		t.Errorf("find_quote with --read-only: %q", q)
+	}
+	res := call(t, ro.c, "compact_context", map[string]any{"conversation_id": "w", "messages": []any{msg("user", "The jack is in the glovebox.")}})
+	if !res.IsError || !strings.Contains(text(res), "(it was opened read-only)") || !strings.Contains(text(res), "without read-only") {
+		t.Errorf("compact_context with --read-only: isError %v, %q", res.IsError, text(res))
+	}
+	ro.c.Close()
+
+	proxy := exec.Command(binary, "proxy", "--upstream", "http://127.0.0.1:9", "--listen", "127.0.0.1:0", "--data-dir", dir, "--read-only")
+	proxy.Env = env
+	pipe, err := proxy.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proxy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	for lines := bufio.NewScanner(pipe); lines.Scan(); {
+		log.WriteString(lines.Text() + "\n")
+		if proxyListening.MatchString(lines.Text()) {
+			break
+		}
+	}
+	if _, err := share.Status(context.Background(), dir); err == nil {
+		t.Error("the read-only proxy serves the shared socket: stdio hosts would reach a memory that refuses to store")
+	}
+	if err := proxy.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, pipe)
+	if err := proxy.Wait(); err != nil {
+		t.Errorf("proxy --read-only: %v\n%s", err, log.String())
+	}
+	for _, c := range files.Changes(before, treeState(t, dir)) {
+		t.Errorf("--read-only wrote to the directory: %s", c)
+	}
+}
+
+// otherUser is a user who may not write what the tests' own user made:
+// the tests' user itself after a chmod, or, when the tests run as root
+// (whom permissions do not stop), the unprivileged uid 65534. base (0755)
+// holds a copy of the binary it can run and a home and a temporary
+// directory it can write.
+type otherUser struct {
+	base, bin string
+	env       []string
+}
+
+func newOtherUser(t *testing.T) *otherUser {
+	t.Helper()
+	base, err := os.MkdirTemp("", "vc-mcp-read-only-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				_ = os.Chmod(p, 0o700)
+			}
+			return nil
+		})
+		_ = os.RemoveAll(base)
+	})
+	home := filepath.Join(base, "home")
+	for _, d := range []string{home, filepath.Join(base, "tmp")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	u := &otherUser{base: base, bin: filepath.Join(base, "vc-mcp")}
+	if err := files.Copy(binary, u.bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	u.env = append(childEnv(t), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
+		"XDG_DATA_HOME="+filepath.Join(home, ".local", "share"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"), "TMPDIR="+filepath.Join(base, "tmp"))
+	return u
+}
+
+// prepare makes cmd run as the other user, in its environment.
+func (u *otherUser) prepare(cmd *exec.Cmd) {
+	cmd.Env = u.env
+	if os.Geteuid() == 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
+}
+
+// TestAForeignDerivedFileKeepsTheMemoryWritable: one file of a derived
+// part that the user may not write (a request history left by a run as
+// root) does not make the memory read-only: it stores as before.
+func TestAForeignDerivedFileKeepsTheMemoryWritable(t *testing.T) {
+	u := newOtherUser(t)
+	data := filepath.Join(u.base, "data")
+	w := startStdio(t, data)
+	mustOK(t, w.c, "compact_context", map[string]any{"conversation_id": "fd", "messages": []any{
+		msg("user", "The recycling goes out on Tuesday evenings."),
+	}})
+	mustOK(t, w.c, "recall_context", map[string]any{"conversation_id": "fd", "message": "When does the recycling go out?"})
+	w.c.Close()
+	quiesceNow(t, data)
+	histories, err := filepath.Glob(filepath.Join(data, "requests", "*"))
+	if err != nil || len(histories) == 0 {
+		t.Fatalf("no request history to make foreign: %v", err)
+	}
+	if os.Geteuid() == 0 {
+		if err := filepath.WalkDir(data, func(p string, d fs.DirEntry, err error) error {
+			if err == nil {
+				err = os.Lchown(p, 65534, 65534)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(histories[0], 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(histories[0], 0o444); err != nil {
+		t.Fatal(err)
+	}
+
+	stderr := &syncBuffer{}
+	tr := transport.NewStdioWithOptions(u.bin, nil, []string{"serve", "--data-dir", data}, transport.WithCommandFunc(
+		func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
+			cmd := exec.Command(command, args...)
+			u.prepare(cmd)
+			cmd.Env = append(cmd.Env, "VC_SHARE=off")
+			cmd.Stderr = stderr
+			return cmd, nil
+		}))
+	c := client.NewClient(tr)
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	defer c.Close()
+	defer func() {
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", stderr.String())
+		}
+	}()
+	initialize(t, c)
+	res := call(t, c, "compact_context", map[string]any{"conversation_id": "fd", "messages": []any{
+		msg("user", "Glass goes in the green bin."),
+	}})
+	if res.IsError {
+		t.Fatalf("compact_context with one foreign request history: %s", text(res))
+	}
+	if st := text(mustOK(t, c, "domain_status", map[string]any{"conversation_id": "fd"})); strings.Contains(st, "Read-only") {
+		t.Errorf("domain_status: %q", st)
+	}
 }

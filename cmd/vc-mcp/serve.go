@@ -19,6 +19,7 @@ import (
 	"github.com/vc-mcp/vc-mcp/mcp"
 	"github.com/vc-mcp/vc-mcp/memory"
 	"github.com/vc-mcp/vc-mcp/memory/markdown"
+	"github.com/vc-mcp/vc-mcp/share"
 )
 
 // lockTimeout bounds how long serve waits for another process to release
@@ -49,9 +50,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer closeLog()
 
 	// A read-only data directory is served from this process: a shared
-	// daemon's socket and log live in the directory.
+	// daemon's socket and log live in the directory. One this user may
+	// not write, but which a server already serves (its owner's), is
+	// shared as usual.
 	readOnly := readOnlyDir(cfg)
-	if cfg.HTTPAddr == "" && os.Getenv("VC_SHARE") != "off" && !readOnly {
+	if cfg.HTTPAddr == "" && os.Getenv("VC_SHARE") != "off" && (!readOnly || (!cfg.ReadOnly && served(ctx, cfg))) {
 		// Every stdio host shares one server per data directory.
 		return runBridge(ctx, cfg, args, stdin, stdout, log)
 	}
@@ -136,8 +139,14 @@ func memoryOptions(cfg settings, log *slog.Logger) memory.Options {
 		ContextSearch: cfg.ContextSearch,
 		Assembly:      cfg.Assembly,
 		Shared:        sharedLogs(cfg),
-		ReadOnly:      readOnlyDir(cfg),
+		ReadOnly:      cfg.ReadOnly, // and memory.Open finds a directory it may not write
 	}
+}
+
+// served reports whether a shared server answers for cfg's data directory.
+func served(ctx context.Context, cfg settings) bool {
+	_, err := share.Status(ctx, cfg.DataDir)
+	return err == nil
 }
 
 // readOnlyDir reports whether cfg's data directory is served read-only:

@@ -44,7 +44,7 @@ func runBridge(ctx context.Context, cfg settings, args []string, stdin io.Reader
 func openShared(ctx context.Context, cfg settings, opts memory.Options, take bool, log *slog.Logger) (*memory.Store, func(), error) {
 	opts.WarmConversations = serverWarmConversations
 	store, err := memory.Open(ctx, opts)
-	if err == nil || !take || opts.ReadOnly || !errors.Is(err, memory.ErrLocked) {
+	if err == nil || !take || readOnlyDir(cfg) || !errors.Is(err, memory.ErrLocked) {
 		// A read-only server takes nothing over: its directory stays with
 		// the server writing it.
 		return store, func() {}, err
