@@ -19,6 +19,9 @@ type boltDB struct {
 	*bolt.DB
 	dir string
 	log *slog.Logger
+	// snapshot: this vc.db is a read-only directory's copy (readonly.go),
+	// which the server cannot repair; the directory's owner can.
+	snapshot bool
 }
 
 func (d boltDB) View(fn func(*bolt.Tx) error) (err error) {
@@ -45,12 +48,19 @@ func (d boltDB) recoverDamage(err *error) {
 	// The stack tells a damaged page from a bug of ours in a callback.
 	log.Error("vc.db: a read or write of it panicked: taken as a damaged page", "panic", fmt.Sprint(p), "data_dir", d.dir)
 	log.Debug("vc.db panic", "stack", string(debug.Stack()))
-	*err = damagedDB(d.dir, fmt.Errorf("%w: bbolt: %v", berrors.ErrInvalid, p))
+	*err = damagedDB(d.dir, d.snapshot, fmt.Errorf("%w: bbolt: %v", berrors.ErrInvalid, p))
 }
 
 // damagedDB is the error of a damaged vc.db: what to run, and that the
 // master logs (what was acknowledged) are not in it.
-func damagedDB(dir string, err error) error {
+func damagedDB(dir string, snapshot bool, err error) error {
+	if snapshot {
+		return &StorageError{
+			Message: "vc.db in " + dir + " is damaged, and this server serves a read-only copy of it that it cannot repair: have the directory's owner stop vc-mcp and run `vc-mcp rebuild --data-dir " + dir +
+				"` (it is remade from the master logs, which hold every stored message; nothing is lost)",
+			Err: err,
+		}
+	}
 	return &StorageError{
 		Message: "vc.db in " + dir + " is damaged: stop vc-mcp and run `vc-mcp rebuild --data-dir " + dir +
 			"` (it is remade from the master logs, which hold every stored message; nothing is lost)",

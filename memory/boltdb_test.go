@@ -85,6 +85,26 @@ func TestADamagedPageIsAnErrorThatNamesTheRepair(t *testing.T) {
 			return nil
 		}
 	}
+	// Served read-only, the damage is copied with the file, and the answer
+	// sends the repair to the directory's owner.
+	ro, err := Open(ctx, Options{Dir: dir, ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only open with a damaged page: %v", err)
+	}
+	if err := within("a read-only recall of big", func() error {
+		_, err := ro.Recall(ctx, RecallRequest{ConversationID: "big", Message: "the Postgres migration"})
+		return err
+	}); !errors.Is(err, ErrStorage) || !strings.Contains(err.Error(), "read-only copy of it that it cannot repair: have the directory's owner stop vc-mcp and run `vc-mcp rebuild --data-dir "+dir) {
+		t.Errorf("read-only recall of the damaged conversation: %v", err)
+	}
+	if err := within("a read-only recall of small", func() error {
+		_, err := ro.Recall(ctx, RecallRequest{ConversationID: "small", Message: "the vet appointment"})
+		return err
+	}); err != nil {
+		t.Errorf("read-only recall of an intact conversation: %v", err)
+	}
+	_ = within("Close read-only", ro.Close)
+
 	s, err = Open(ctx, Options{Dir: dir})
 	if err != nil {
 		t.Fatalf("open with a damaged page: %v", err)

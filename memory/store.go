@@ -273,7 +273,7 @@ func open(ctx context.Context, opts Options, ro *readOnly) (*Store, error) {
 	}
 	s := &Store{opts: opts, ro: ro, tok: tok, tagger: opts.Tagger, sum: opts.Summarizer,
 		log: opts.Logger, now: opts.Now, convs: map[string]*convEntry{}, lru: list.New()}
-	s.db = boltDB{db, s.dataDir(), opts.Logger}
+	s.db = boltDB{DB: db, dir: s.dataDir(), log: opts.Logger, snapshot: ro != nil}
 	s.idle = sync.NewCond(&s.mu)
 	s.items = cat
 	s.itemVecs = itemVectors{dir: filepath.Join(opts.Dir, filepath.FromSlash(itemVectorsDir)), mem: map[string][]float32{}}
@@ -320,7 +320,7 @@ func open(ctx context.Context, opts Options, ro *readOnly) (*Store, error) {
 			if err != nil {
 				return fmt.Errorf("reopen %s: %w", dbPath, err)
 			}
-			s.db, db = boltDB{ndb, s.dataDir(), s.log}, ndb
+			s.db, db = boltDB{DB: ndb, dir: s.dataDir(), log: s.log}, ndb
 			return nil
 		}); err != nil {
 			return fail(err)

@@ -38,8 +38,9 @@ func Copy(src, dst string, perm fs.FileMode) error {
 // State fingerprints the tree under dir: each file by its content's
 // SHA-256 and its modification time, each directory by its modification
 // time (which changes when an entry is added or removed), keyed by path
-// relative to dir (directories end in "/"). Two equal states mean nothing
-// under dir was written, added or removed in between.
+// relative to dir (directories end in "/"). Two equal states mean no file
+// under dir was written, added or removed in between; modes and owners are
+// not compared.
 func State(dir string) (map[string]string, error) {
 	out := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
