@@ -151,7 +151,7 @@ func served(ctx context.Context, cfg settings) bool {
 
 // readOnlyDir reports whether cfg's data directory is served read-only:
 // asked for (read_only), or one this process may not write. The check
-// asks about every file of the store (a few µs each), so its answer is
+// asks about each master and decisions log (a few µs each), so its answer is
 // kept for the process's life: a start asks several times.
 func readOnlyDir(cfg settings) bool {
 	if cfg.ReadOnly {
