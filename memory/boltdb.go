@@ -54,18 +54,19 @@ func (d boltDB) recoverDamage(err *error) {
 // damagedDB is the error of a damaged vc.db: what to run, and that the
 // master logs (what was acknowledged) are not in it.
 func damagedDB(dir string, snapshot bool, err error) error {
+	return &StorageError{Message: damagedMessage(dir, snapshot), Err: err}
+}
+
+// damagedMessage says that vc.db in dir is damaged and who repairs it how:
+// whoever stops vc-mcp, or, for a read-only directory's copy (snapshot),
+// the directory's owner, as this server cannot.
+func damagedMessage(dir string, snapshot bool) string {
+	who := ": stop vc-mcp"
 	if snapshot {
-		return &StorageError{
-			Message: "vc.db in " + dir + " is damaged, and this server serves a read-only copy of it that it cannot repair: have the directory's owner stop vc-mcp and run `vc-mcp rebuild --data-dir " + dir +
-				"` (it is remade from the master logs, which hold every stored message; nothing is lost)",
-			Err: err,
-		}
+		who = ", and this server serves a read-only copy of it that it cannot repair: have the directory's owner stop vc-mcp"
 	}
-	return &StorageError{
-		Message: "vc.db in " + dir + " is damaged: stop vc-mcp and run `vc-mcp rebuild --data-dir " + dir +
-			"` (it is remade from the master logs, which hold every stored message; nothing is lost)",
-		Err: err,
-	}
+	return "vc.db in " + dir + " is damaged" + who + " and run `vc-mcp rebuild --data-dir " + dir +
+		"` (it is remade from the master logs, which hold every stored message; nothing is lost)"
 }
 
 // guard runs f, a pass over the whole of vc.db (compaction, trimming at

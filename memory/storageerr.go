@@ -49,7 +49,7 @@ func (s *Store) storageError(err error, outcome string) error {
 	case errors.Is(err, os.ErrPermission):
 		msg = "no permission to write under " + dir + "; fix its ownership or permissions, then call again; " + outcome
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, bolt.ErrDatabaseNotOpen):
-		msg = "vc.db in " + dir + " is damaged: stop vc-mcp and run `vc-mcp rebuild --data-dir " + dir + "` (it is remade from the master logs; nothing is lost); " + outcome
+		msg = damagedMessage(dir, s.ro != nil) + "; " + outcome
 	default:
 		return err
 	}
