@@ -67,16 +67,7 @@ var writtenEntries = []string{dbFile, logsDir, decisionsDir}
 // when dir does not exist yet (Open creates it, or says why it cannot). On
 // Unix it writes nothing (see writable).
 func NotWritable(dir string) error {
-	if _, err := os.Stat(dir); err != nil {
-		return nil
-	}
-	check := func(p string) error {
-		if err := writable(p); err != nil && isNotWritable(err) {
-			return fmt.Errorf("cannot write %s: %w", p, underlying(err))
-		}
-		return nil
-	}
-	if err := check(dir); err != nil {
+	if err := NotWritableDir(dir); err != nil {
 		return err
 	}
 	for _, name := range writtenEntries {
@@ -85,11 +76,31 @@ func NotWritable(dir string) error {
 			if err != nil {
 				return nil // missing, or unreadable: the copy says so
 			}
-			return check(p)
+			return notWritable(p)
 		})
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// NotWritableDir is NotWritable for the directory itself, not the files in
+// it: whether this process may create files there, as a shared server
+// must (its socket and log). It asks once, where NotWritable asks about
+// every log.
+func NotWritableDir(dir string) error {
+	if _, err := os.Stat(dir); err != nil {
+		return nil
+	}
+	return notWritable(dir)
+}
+
+// notWritable says why path cannot be written, or nil (also when that
+// cannot be told).
+func notWritable(p string) error {
+	if err := writable(p); err != nil && isNotWritable(err) {
+		return fmt.Errorf("cannot write %s: %w", p, underlying(err))
 	}
 	return nil
 }
@@ -116,6 +127,10 @@ type readOnlyError struct{ msg string }
 
 func (e *readOnlyError) Error() string { return e.msg }
 func (e *readOnlyError) Unwrap() error { return ErrReadOnly }
+
+// ReadOnly reports whether the store serves a read-only snapshot of its
+// data directory (see readOnly): calls that would write are refused.
+func (s *Store) ReadOnly() bool { return s.ro != nil }
 
 // refuseWrite returns the read-only refusal when the store serves a
 // snapshot, nil otherwise.

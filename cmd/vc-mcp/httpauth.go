@@ -39,10 +39,10 @@ func httpOptions(cfg settings, log *slog.Logger, stderr io.Writer) (mcp.HTTPOpti
 	switch {
 	case cfg.AllowRemote && !authed:
 		return opts, fmt.Errorf("allow_remote needs auth_token_file: a memory reachable from other hosts must require a token (see \"Remote access and auth\" in the README)")
-	case !authed && readOnlyDir(cfg):
+	case !authed && cfg.ReadOnly:
 		fmt.Fprintln(stderr, "vc-mcp: warning: HTTP without auth_token_file: any process on this machine can read this memory")
 	case !authed:
-		fmt.Fprintln(stderr, "vc-mcp: warning: HTTP without auth_token_file: any process on this machine can read and write this memory")
+		fmt.Fprintln(stderr, "vc-mcp: warning: HTTP without auth_token_file: any process on this machine can use this memory")
 	}
 	return opts, nil
 }

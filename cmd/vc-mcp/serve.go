@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -49,12 +48,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer closeLog()
 
-	// A read-only data directory is served from this process: a shared
-	// daemon's socket and log live in the directory. One this user may
-	// not write, but which a server already serves (its owner's), is
-	// shared as usual.
-	readOnly := readOnlyDir(cfg)
-	if cfg.HTTPAddr == "" && os.Getenv("VC_SHARE") != "off" && (!readOnly || (!cfg.ReadOnly && served(ctx, cfg))) {
+	// A data directory asked to be read-only, or one in which no shared
+	// daemon could keep its socket and log, is served from this process;
+	// one this user may not write but which a server already serves (its
+	// owner's) is shared as usual. Whether the files in it can be written
+	// is for the store to find when it opens (in this process or the
+	// daemon): a host's start does not ask about every log.
+	shareable := !cfg.ReadOnly && (memory.NotWritableDir(storeDir(cfg)) == nil || served(ctx, cfg))
+	if cfg.HTTPAddr == "" && os.Getenv("VC_SHARE") != "off" && shareable {
 		// Every stdio host shares one server per data directory.
 		return runBridge(ctx, cfg, args, stdin, stdout, log)
 	}
@@ -92,7 +93,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if httpListener != nil {
 		httpOpts.API = store // the REST API: /api/config, /api/status, /api/compact
 		stopOwner := func() {}
-		if !readOnly {
+		if !store.ReadOnly() {
 			stopOwner = serveSocket(ctx, srv, cfg, httpListener.Addr().String(), log)
 		}
 		release()
@@ -149,25 +150,15 @@ func served(ctx context.Context, cfg settings) bool {
 	return err == nil
 }
 
-// readOnlyDir reports whether cfg's data directory is served read-only:
-// asked for (read_only), or one this process may not write. The check
-// asks about each master and decisions log (a few µs each), so its answer is
-// kept for the process's life: a start asks several times.
+// readOnlyDir reports whether cfg's data directory will be served
+// read-only: asked for (read_only), or one this process may not write. It
+// is for the decisions taken before the store opens (whether to share, to
+// take the directory over, to record LLM usage in it); the check asks
+// about each master and decisions log (a few µs each), so after the store
+// opened, ask it (Store.ReadOnly) instead.
 func readOnlyDir(cfg settings) bool {
-	if cfg.ReadOnly {
-		return true
-	}
-	dir := storeDir(cfg)
-	if v, ok := notWritable.Load(dir); ok {
-		return v.(bool)
-	}
-	ro := memory.NotWritable(dir) != nil
-	notWritable.Store(dir, ro)
-	return ro
+	return cfg.ReadOnly || memory.NotWritable(storeDir(cfg)) != nil
 }
-
-// notWritable memoizes readOnlyDir by directory.
-var notWritable sync.Map
 
 // listen binds the HTTP address, refusing a non-loopback one unless
 // allow_remote is set: the server has no authentication of its own.
