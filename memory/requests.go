@@ -267,8 +267,11 @@ type requestFile struct {
 	data []byte
 	// starts and ends are the offsets of the whole members, in order.
 	starts, ends []int
-	// recs are the records that decode, oldest first.
+	// recs are the records that decode, oldest first (when asked for).
 	recs []RequestRecord
+	// last is the body of the last whole member, kept when recs are not
+	// decoded: numbering reads its records without decompressing it again.
+	last []byte
 	// good is where the last whole member ends: past it lies a member cut
 	// short.
 	good int
@@ -308,6 +311,8 @@ func loadRequests(path string, decode bool) (requestFile, error) {
 		f.good = off
 		if decode {
 			f.recs = appendRecords(f.recs, body)
+		} else {
+			f.last = append(f.last[:0], body...)
 		}
 	}
 	return f, nil
@@ -341,15 +346,19 @@ func appendRecords(recs []RequestRecord, body []byte) []RequestRecord {
 }
 
 // lastSeq is the sequence number of f's newest record that decodes (0:
-// none), read from its last members only.
+// none), read from its last members only: the last one as loadRequests
+// kept it, earlier ones (behind a last member whose records are damaged)
+// decompressed again.
 func (f requestFile) lastSeq() int {
 	if n := len(f.recs); n > 0 {
 		return f.recs[n-1].Seq
 	}
+	if recs := appendRecords(nil, f.last); len(recs) > 0 {
+		return recs[len(recs)-1].Seq
+	}
 	var zr gzip.Reader
 	var buf bytes.Buffer
-	for i := len(f.starts) - 1; i >= 0; i-- {
-		// loadRequests read this member whole: it reads again.
+	for i := len(f.starts) - 2; i >= 0; i-- {
 		body, _, _ := readMember(&zr, &buf, f.data[f.starts[i]:f.ends[i]])
 		if recs := appendRecords(nil, body); len(recs) > 0 {
 			return recs[len(recs)-1].Seq
