@@ -64,7 +64,7 @@ func runDaemon(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 func daemonStatus(ctx context.Context, dataDir string, stdout io.Writer) error {
 	h, err := share.Status(ctx, dataDir)
 	if errors.Is(err, share.ErrNoOwner) {
-		if memory.NotWritable(dataDir) != nil {
+		if memory.NotWritableDir(dataDir) != nil {
 			fmt.Fprintf(stdout, "no vc-mcp process serves %s; it cannot be written, so each host serves it read-only from its own process\n", dataDir)
 			return nil
 		}

@@ -43,7 +43,7 @@ func wireSeams(ctx context.Context, cfg settings, opts *memory.Options, log *slo
 
 	lc := llmConfig(cfg, os.Getenv)
 	usageDir := cfg.DataDir
-	if lc.Enabled() && readOnlyDir(cfg) {
+	if readOnlyDir(cfg) {
 		usageDir = "" // nothing is written there
 	}
 	tagger, summarizer, closeLLM, err := newLLM(lc, usageDir, os.Getenv,

@@ -51,10 +51,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// A data directory asked to be read-only, or one in which no shared
 	// daemon could keep its socket and log, is served from this process;
 	// one this user may not write but which a server already serves (its
-	// owner's) is shared as usual. Whether the files in it can be written
-	// is for the store to find when it opens (in this process or the
-	// daemon): a host's start does not ask about every log.
-	shareable := !cfg.ReadOnly && (memory.NotWritableDir(storeDir(cfg)) == nil || served(ctx, cfg))
+	// owner's) is shared as usual.
+	shareable := !readOnlyDir(cfg) || (!cfg.ReadOnly && served(ctx, cfg))
 	if cfg.HTTPAddr == "" && os.Getenv("VC_SHARE") != "off" && shareable {
 		// Every stdio host shares one server per data directory.
 		return runBridge(ctx, cfg, args, stdin, stdout, log)
@@ -150,14 +148,16 @@ func served(ctx context.Context, cfg settings) bool {
 	return err == nil
 }
 
-// readOnlyDir reports whether cfg's data directory will be served
-// read-only: asked for (read_only), or one this process may not write. It
-// is for the decisions taken before the store opens (whether to share, to
-// take the directory over, to record LLM usage in it); the check asks
-// about each master and decisions log (a few µs each), so after the store
-// opened, ask it (Store.ReadOnly) instead.
+// readOnlyDir reports whether this process keeps nothing in cfg's data
+// directory: it was asked to be read-only (read_only), or it may not
+// create files there. It is for the decisions taken before the store
+// opens: whether to start or join a shared server (its socket and log),
+// to take the directory over (the hold file), to record LLM usage. Whether
+// the store can write its logs is for the store to find when it opens
+// (memory.NotWritable, a question per log); after that, ask it
+// (Store.ReadOnly).
 func readOnlyDir(cfg settings) bool {
-	return cfg.ReadOnly || memory.NotWritable(storeDir(cfg)) != nil
+	return cfg.ReadOnly || memory.NotWritableDir(storeDir(cfg)) != nil
 }
 
 // listen binds the HTTP address, refusing a non-loopback one unless
