@@ -1047,7 +1047,7 @@ func (s *Store) scrubRequests(id string, gone, forgot map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	defer l.mu.Unlock()
+	defer l.file.Unlock()
 	f, err := loadRequests(l.path, true)
 	if err != nil || len(f.recs) == 0 {
 		return err

@@ -108,9 +108,9 @@ func (s *Store) warmRequests(c *conv) {
 		return
 	}
 	l := s.requestLog(c.id)
-	l.mu.Lock()
+	l.file.Lock()
 	_ = l.open()
-	l.mu.Unlock()
+	l.file.Unlock()
 }
 
 // warmLines counts c's turns' lines that have no remembered count.

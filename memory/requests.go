@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // Request records live in requests/<conversation file>.jsonl.gz, newest
@@ -27,24 +28,37 @@ import (
 // and queues it; the store's history writer (one goroutine) encodes and
 // appends it after the recall has answered, and reading or rewriting a
 // history writes what is queued first, so a reader sees every record a
-// recall has named. Close writes what is still queued. Histories written before
-// 2026-11-24 as plain JSON lines (<conversation file>.jsonl) are moved into
-// the compressed file the first time the conversation's history is used.
+// recall has named. A recall holds the history's queue lock only to number
+// and queue its record: encoding and appending are the writer's, under the
+// file lock, so a recall never waits while the previous recall's record is
+// compressed and written. Close writes what is still queued. Histories
+// written before 2026-11-24 as plain JSON lines (<conversation file>.jsonl)
+// are moved into the compressed file the first time the conversation's
+// history is used.
 const (
 	requestsDir = "requests"
 	// RequestRetention is how many request records a conversation keeps.
 	RequestRetention = 200
 )
 
+// requestLog is one conversation's request history. Lock order: file,
+// then mu.
 type requestLog struct {
-	mu     sync.Mutex
-	loaded bool
-	next   int // seq of the next record
+	path string
+	// file is held while the history file is read or written: open,
+	// flush, trim, rewrite, and the readers and rewriters (history). It
+	// guards ends.
+	file sync.Mutex
 	// ends are the end offsets of the file's whole members, as this
 	// process read and appended them: trimming cuts at one without
 	// reading the members again, unless the file's size says it changed.
 	ends []int
-	path string
+	// loaded is set (under file and mu) once open has read the history.
+	loaded atomic.Bool
+	// mu guards next and queue, and is held only to number a record and
+	// queue it, or to take the queue.
+	mu   sync.Mutex
+	next int // seq of the next record
 	// queue holds the records numbered but not written yet, oldest first.
 	queue []*RequestRecord
 }
@@ -67,11 +81,11 @@ func (s *Store) startRequestWriter() {
 	go func() {
 		defer close(w.done)
 		for l := range w.work {
-			l.mu.Lock()
+			l.file.Lock()
 			if err := l.flush(); err != nil {
 				s.log.Warn("recording the request context failed; the recall was unaffected", "err", err)
 			}
-			l.mu.Unlock()
+			l.file.Unlock()
 		}
 	}()
 }
@@ -98,14 +112,14 @@ func (s *Store) requestLog(id string) *requestLog {
 	return v.(*requestLog)
 }
 
-// history locks id's request history, readies it and writes what is
-// queued, for a caller that reads or rewrites the file; it unlocks l.mu
+// history locks id's request history file, readies it and writes what is
+// queued, for a caller that reads or rewrites the file; it unlocks l.file
 // after.
 func (s *Store) history(id string) (*requestLog, error) {
 	l := s.requestLog(id)
-	l.mu.Lock()
+	l.file.Lock()
 	if err := errors.Join(l.open(), l.flush()); err != nil {
-		l.mu.Unlock()
+		l.file.Unlock()
 		return nil, err
 	}
 	return l, nil
@@ -114,9 +128,9 @@ func (s *Store) history(id string) (*requestLog, error) {
 // open readies the history for this process, once: a plain history of an
 // earlier version is moved in, a member cut short at the end (a write that
 // did not finish) is cut off, and the next sequence number and the record
-// count are read. l.mu is held.
+// count are read. l.file is held.
 func (l *requestLog) open() error {
-	if l.loaded {
+	if l.loaded.Load() {
 		return nil
 	}
 	path := l.path
@@ -151,8 +165,11 @@ func (l *requestLog) open() error {
 			return fmt.Errorf("repair request history: %w", err)
 		}
 	}
-	l.next, l.ends = f.lastSeq()+1, f.ends
-	l.loaded = true
+	l.ends = f.ends
+	l.mu.Lock()
+	l.next = f.lastSeq() + 1
+	l.loaded.Store(true)
+	l.mu.Unlock()
 	return nil
 }
 
@@ -161,38 +178,47 @@ func (l *requestLog) open() error {
 // RequestRetention now and then); rec must not change after the call.
 func (s *Store) appendRequest(rec *RequestRecord) error {
 	l := s.requestLog(rec.ConversationID)
-	l.mu.Lock()
-	if err := l.open(); err != nil {
-		l.mu.Unlock()
-		return err
+	if !l.loaded.Load() {
+		l.file.Lock()
+		err := l.open()
+		l.file.Unlock()
+		if err != nil {
+			return err
+		}
 	}
+	l.mu.Lock()
 	rec.Seq, rec.ID = l.next, "r"+strconv.Itoa(l.next)
 	l.next++
 	l.queue = append(l.queue, rec)
-	if len(l.queue) > 1 && len(l.queue) < maxQueuedRequests {
-		l.mu.Unlock() // already sent to the writer
-		return nil
+	n := len(l.queue)
+	l.mu.Unlock()
+	if n > 1 && n < maxQueuedRequests {
+		return nil // already sent to the writer
 	}
-	if len(l.queue) == 1 && s.reqw != nil {
+	if n == 1 && s.reqw != nil {
 		select {
 		case s.reqw.work <- l:
-			l.mu.Unlock()
 			return nil
 		default: // the writer is busy with many histories: write it here
 		}
 	}
+	l.file.Lock()
 	err := l.flush()
-	l.mu.Unlock()
+	l.file.Unlock()
 	return err
 }
 
-// flush appends the queued records to the history file. l.mu is held.
+// flush takes the queued records and appends them to the history file.
+// l.file is held, so queues taken one after another are written in order;
+// l.mu is held only to take the queue.
 func (l *requestLog) flush() error {
-	if len(l.queue) == 0 {
-		return nil
-	}
+	l.mu.Lock()
 	q := l.queue
 	l.queue = nil
+	l.mu.Unlock()
+	if len(q) == 0 {
+		return nil
+	}
 	var data []byte
 	ends := make([]int, 0, len(q))
 	for _, rec := range q {
@@ -233,7 +259,7 @@ func (s *Store) readRequestHistory(id string) ([]RequestRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer l.mu.Unlock()
+	defer l.file.Unlock()
 	f, err := loadRequests(l.path, true)
 	return f.recs, err
 }
@@ -378,7 +404,7 @@ func (l *requestLog) size() int {
 // trim keeps the newest keep members of the history (atomically), copied
 // as they are. The members' ends are the ones this process knows
 // when the file is still the size they say; otherwise the file is read
-// again to find them. l.mu is held.
+// again to find them. l.file is held.
 func (l *requestLog) trim(keep int) error {
 	path := l.path
 	data, err := os.ReadFile(path)
@@ -408,7 +434,7 @@ func (l *requestLog) trim(keep int) error {
 	return nil
 }
 
-// rewrite replaces the history with recs (atomically). l.mu is held.
+// rewrite replaces the history with recs (atomically). l.file is held.
 func (l *requestLog) rewrite(recs []RequestRecord) error {
 	path := l.path
 	var out []byte

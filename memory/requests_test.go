@@ -7,9 +7,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -19,9 +21,9 @@ func (s *Store) flushRequests() error {
 	var errs []error
 	s.reqs.Range(func(_, v any) bool {
 		l := v.(*requestLog)
-		l.mu.Lock()
+		l.file.Lock()
 		errs = append(errs, l.flush())
-		l.mu.Unlock()
+		l.file.Unlock()
 		return true
 	})
 	return errors.Join(errs...)
@@ -260,5 +262,80 @@ func TestQueuedRequestRecordsAreReadAndKept(t *testing.T) {
 	s = openTest(t, Options{Dir: dir})
 	if got := requestSeqs(t, s, "c"); len(got) != 27 || got[0] != 27 || got[26] != 1 {
 		t.Fatalf("after reopening: records %v, want 27 down to 1", got)
+	}
+}
+
+// TestRequestHistoryUnderConcurrentRecalls: recalls number and queue their
+// records while the writer encodes and appends earlier ones and readers
+// read the history; every record is written once, in numbering order, and
+// a reader never sees a gap (run with -race).
+func TestRequestHistoryUnderConcurrentRecalls(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{Dir: t.TempDir()})
+	if _, err := s.Ingest(ctx, IngestRequest{ConversationID: "c", Messages: []Message{msg("user", "", "the deploy uses blue-green switching", time.Time{})}}); err != nil {
+		t.Fatal(err)
+	}
+	const callers, each = 4, 40
+	ids := make(chan string, callers*each)
+	errs := make(chan error, callers+1)
+	done, stop := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				res, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "how do we deploy?"})
+				if err != nil {
+					errs <- err
+					return
+				}
+				ids <- res.RequestID
+			}
+		}()
+	}
+	go func() {
+		defer close(done)
+		for {
+			last := false
+			select {
+			case <-stop:
+				last = true
+			default:
+			}
+			recs, err := s.Requests(ctx, "c")
+			if err != nil {
+				errs <- err
+				return
+			}
+			for i := 1; i < len(recs); i++ {
+				if recs[i].Seq != recs[i-1].Seq-1 {
+					errs <- fmt.Errorf("a reader saw records %d then %d", recs[i-1].Seq, recs[i].Seq)
+					return
+				}
+			}
+			if last {
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	<-done
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	close(ids)
+	seen := map[string]bool{}
+	for id := range ids {
+		if seen[id] {
+			t.Fatalf("request id %s given twice", id)
+		}
+		seen[id] = true
+	}
+	got := requestSeqs(t, s, "c")
+	if len(got) != callers*each || got[0] != callers*each || got[len(got)-1] != 1 {
+		t.Fatalf("history holds %d records (%v ...), want %d down to 1", len(got), got[:min(5, len(got))], callers*each)
 	}
 }
