@@ -339,3 +339,41 @@ func TestRequestHistoryUnderConcurrentRecalls(t *testing.T) {
 		t.Fatalf("history holds %d records (%v ...), want %d down to 1", len(got), got[:min(5, len(got))], callers*each)
 	}
 }
+
+// TestRecallDoesNotWaitForTheHistoryFile: a history writer stuck on the
+// disk (here: holding the history's file lock) does not hold up a recall,
+// which only numbers and queues its record; the record is written once the
+// file is free.
+func TestRecallDoesNotWaitForTheHistoryFile(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{Dir: t.TempDir()})
+	if _, err := s.Ingest(ctx, IngestRequest{ConversationID: "c", Messages: []Message{msg("user", "", "the deploy uses blue-green switching", time.Time{})}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "how do we deploy?"}); err != nil {
+		t.Fatal(err)
+	}
+	l := s.requestLog("c")
+	l.file.Lock()
+	done := make(chan error, 1)
+	go func() {
+		res, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "how do we deploy?"})
+		if err == nil && res.RequestID != "r2" {
+			err = fmt.Errorf("request id %q, want r2", res.RequestID)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		l.file.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		l.file.Unlock()
+		t.Fatal("a recall waited for the request history's file")
+	}
+	if got := requestSeqs(t, s, "c"); len(got) != 2 || got[0] != 2 {
+		t.Fatalf("history holds %v, want [2 1]", got)
+	}
+}
