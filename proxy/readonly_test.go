@@ -1,36 +1,17 @@
 package proxy_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/vc-mcp/vc-mcp/internal/syncbuf"
 	"github.com/vc-mcp/vc-mcp/memory"
 	"github.com/vc-mcp/vc-mcp/proxy"
 	"github.com/vc-mcp/vc-mcp/proxy/proxytest"
 )
-
-// lockedBuffer is a log destination safe for the proxy's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestReadOnlyMemory: in front of a read-only memory the proxy forwards
 // every exchange and stores none; each exchange's record says why, and the
@@ -56,7 +37,7 @@ func TestReadOnlyMemory(t *testing.T) {
 	}
 	t.Cleanup(func() { ro.Close() })
 
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	up := proxytest.NewUpstream(t, func(n int, s seen) (string, []byte) {
 		return textAnswer(proxy.FormatOpenAI, false, "Noted.")
 	})

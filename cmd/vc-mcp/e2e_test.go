@@ -6,7 +6,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,6 +24,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/vc-mcp/vc-mcp/internal/syncbuf"
 )
 
 // binary is the vc-mcp built once by TestMain.
@@ -62,35 +63,17 @@ func childEnv(t testing.TB) []string {
 	return append(env, "VC_DAEMON_IDLE=2s", "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_DATA_HOME="+filepath.Join(home, ".local", "share"))
 }
 
-// syncBuffer collects a child's stderr.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type stdioServer struct {
 	c      *client.Client
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 }
 
 // startStdio starts `vc-mcp serve` over stdio on dataDir and initializes a
 // client.
 func startStdio(t *testing.T, dataDir string, extra ...string) *stdioServer {
 	t.Helper()
-	s := &stdioServer{stderr: &syncBuffer{}}
+	s := &stdioServer{stderr: &syncbuf.Buffer{}}
 	quiesce(t, dataDir)
 	env := childEnv(t)
 	args := append([]string{"serve", "--data-dir", dataDir}, extra...)
@@ -629,7 +612,7 @@ type rawServer struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan string
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 }
 
 func startRaw(t testing.TB, dataDir string, args ...string) *rawServer {
@@ -637,7 +620,7 @@ func startRaw(t testing.TB, dataDir string, args ...string) *rawServer {
 	quiesce(t, dataDir)
 	cmd := exec.Command(binary, append(args, "--data-dir", dataDir)...)
 	cmd.Env = childEnv(t)
-	r := &rawServer{cmd: cmd, lines: make(chan string, 100), stderr: &syncBuffer{}}
+	r := &rawServer{cmd: cmd, lines: make(chan string, 100), stderr: &syncbuf.Buffer{}}
 	cmd.Stderr = r.stderr
 	var err error
 	if r.stdin, err = cmd.StdinPipe(); err != nil {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 
+	"github.com/vc-mcp/vc-mcp/internal/syncbuf"
 	"github.com/vc-mcp/vc-mcp/proxy/proxytest"
 )
 
@@ -53,7 +54,7 @@ func sdkPython(t *testing.T) string {
 
 type proxyProc struct {
 	base   string
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 }
 
 // startProxy runs `vc-mcp proxy` in front of upstream.
@@ -69,7 +70,7 @@ func startProxy(t *testing.T, upstream string, extra ...string) *proxyProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proxyProc{stderr: &syncBuffer{}}
+	p := &proxyProc{stderr: &syncbuf.Buffer{}}
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
@@ -130,7 +131,7 @@ type sdkClient struct {
 	mu     sync.Mutex
 	in     io.WriteCloser
 	out    *bufio.Scanner
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 }
 
 var (
@@ -157,7 +158,7 @@ func newSDKClient(t *testing.T) *sdkClient {
 			sdkErr = err
 			return
 		}
-		stderr := &syncBuffer{}
+		stderr := &syncbuf.Buffer{}
 		cmd.Stderr = stderr
 		if sdkErr = cmd.Start(); sdkErr != nil {
 			return

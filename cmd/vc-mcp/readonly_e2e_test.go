@@ -20,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/vc-mcp/vc-mcp/internal/files"
+	"github.com/vc-mcp/vc-mcp/internal/syncbuf"
 	"github.com/vc-mcp/vc-mcp/share"
 )
 
@@ -80,7 +81,7 @@ func TestReadOnlyDataDirectoryOverMCP(t *testing.T) {
 	}
 
 	asUser := u.prepare
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	var server *exec.Cmd
 	tr := transport.NewStdioWithOptions(bin, nil, []string{"serve", "--data-dir", data}, transport.WithCommandFunc(
 		func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
@@ -376,7 +377,7 @@ func TestAForeignDerivedFileKeepsTheMemoryWritable(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	tr := transport.NewStdioWithOptions(u.bin, nil, []string{"serve", "--data-dir", data}, transport.WithCommandFunc(
 		func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.Command(command, args...)

@@ -24,6 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/vc-mcp/vc-mcp/internal/syncbuf"
 	"github.com/vc-mcp/vc-mcp/share"
 )
 
@@ -46,14 +47,14 @@ type host struct {
 	name   string
 	c      *client.Client
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 }
 
 // startHost starts `vc-mcp serve` exactly as a host does and initializes
 // it with the host's name as client info.
 func startHost(t testing.TB, env []string, name string, opts ...client.ClientOption) *host {
 	t.Helper()
-	h := &host{name: name, stderr: &syncBuffer{}}
+	h := &host{name: name, stderr: &syncbuf.Buffer{}}
 	tr := transport.NewStdioWithOptions(binary, nil, []string{"serve"}, transport.WithCommandFunc(
 		func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.Command(command, args...)
@@ -354,7 +355,7 @@ func TestSharedWithHTTPAndCLI(t *testing.T) {
 	waitFor(t, "half the work", func() bool { return led.n.Load() >= n })
 	httpCmd := exec.Command(binary, "serve", "--http", "127.0.0.1:0")
 	httpCmd.Env, httpCmd.Dir = env, "/"
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	httpCmd.Stderr = stderr
 	if err := httpCmd.Start(); err != nil {
 		t.Fatal(err)
