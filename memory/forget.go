@@ -560,6 +560,7 @@ func (s *Store) afterRewrite(ctx context.Context, c *conv, nlog rewrittenLog, rl
 	c.adopt(n)
 	c.rewrites++ // the embedder drops vectors it made from the old texts
 	c.tagVecs = nil
+	s.logRewrites.Add(1) // before the scrub: see appendRequest
 	rl.unlock()
 	releaseOld(s, c, old)
 	forgot := map[string]bool{}

@@ -252,7 +252,7 @@ func TestRequestHistoryRetention(t *testing.T) {
 	s := openTest(t, Options{})
 	n := RequestRetention + RequestRetention/2 + 10
 	for i := 0; i < n; i++ {
-		if err := s.appendRequest(&RequestRecord{ConversationID: "c"}); err != nil {
+		if err := s.appendRequest(&RequestRecord{ConversationID: "c"}, s.logRewrites.Load()); err != nil {
 			t.Fatal(err)
 		}
 	}

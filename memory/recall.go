@@ -39,6 +39,7 @@ func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, er
 		return RecallResult{}, err
 	}
 	defer end()
+	rewrites := s.logRewrites.Load()
 	res, err := s.recall(ctx, req)
 	if err != nil {
 		return res.RecallResult, err
@@ -52,9 +53,15 @@ func (s *Store) Recall(ctx context.Context, req RecallRequest) (RecallResult, er
 	if rec.Scope == "" {
 		rec.Scope = ScopeConversation
 	}
-	if err := s.appendRequest(rec); err != nil {
+	if recallRecordHook != nil {
+		recallRecordHook()
+	}
+	switch err := s.appendRequest(rec, rewrites); {
+	case errors.Is(err, errRewrittenMeanwhile):
+		s.log.Debug("a forget or redaction ran during the recall: its request record is not kept", "conversation", res.conv)
+	case err != nil:
 		s.log.Warn("recording the request context failed; the recall is unaffected", "conversation", res.conv, "err", err)
-	} else {
+	default:
 		res.RequestID = rec.ID
 	}
 	return res.RecallResult, nil

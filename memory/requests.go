@@ -30,8 +30,10 @@ import (
 // history writes what is queued first, so a reader sees every record a
 // recall has named. A recall holds the history's queue lock only to number
 // and queue its record: encoding and appending are the writer's, under the
-// file lock, so a recall never waits while the previous recall's record is
-// compressed and written. Close writes what is still queued. Histories
+// file lock, so a recall does not wait while the previous recall's record
+// is compressed and written (unless the writer has fallen behind: with
+// maxQueuedRequests queued, or its channel full, a recall writes the queue
+// itself). Close writes what is still queued. Histories
 // written before 2026-11-24 as plain JSON lines (<conversation file>.jsonl)
 // are moved into the compressed file the first time the conversation's
 // history is used.
@@ -173,10 +175,26 @@ func (l *requestLog) open() error {
 	return nil
 }
 
+// errRewrittenMeanwhile: a record is not kept because a log rewrite began
+// after the recall that made it did.
+var errRewrittenMeanwhile = errors.New("a conversation's logs were rewritten during the recall")
+
+// recallRecordHook, when set (tests only), runs after a recall has
+// answered and before its request record is queued.
+var recallRecordHook func()
+
 // appendRequest gives rec its id and queues it for its conversation's
 // request history. The history writer appends it (and trims the history to
 // RequestRetention now and then); rec must not change after the call.
-func (s *Store) appendRequest(rec *RequestRecord) error {
+//
+// rewrites is Store.logRewrites as the recall found it when it began. A
+// forget or redaction that rewrote a log since may have taken out turns
+// and topics rec names, and its scrub of the history may be done already:
+// rec is then dropped (errRewrittenMeanwhile). The check is made under
+// l.mu, which a scrub takes (after bumping logRewrites) to flush the queue
+// before it rewrites the file, so a record either reaches the scrub or is
+// dropped here.
+func (s *Store) appendRequest(rec *RequestRecord, rewrites uint64) error {
 	l := s.requestLog(rec.ConversationID)
 	if !l.loaded.Load() {
 		l.file.Lock()
@@ -187,6 +205,10 @@ func (s *Store) appendRequest(rec *RequestRecord) error {
 		}
 	}
 	l.mu.Lock()
+	if s.logRewrites.Load() != rewrites {
+		l.mu.Unlock()
+		return errRewrittenMeanwhile
+	}
 	rec.Seq, rec.ID = l.next, "r"+strconv.Itoa(l.next)
 	l.next++
 	l.queue = append(l.queue, rec)

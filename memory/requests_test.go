@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -33,7 +34,7 @@ func appendN(t *testing.T, s *Store, conv string, n int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
 		rec := &RequestRecord{ConversationID: conv, Budget: 1000 + i, Memory: RequestMemory{TurnIDs: []string{"t1", "t2"}}}
-		if err := s.appendRequest(rec); err != nil {
+		if err := s.appendRequest(rec, s.logRewrites.Load()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -252,7 +253,7 @@ func TestQueuedRequestRecordsAreReadAndKept(t *testing.T) {
 		}
 	}
 	for i := 0; i < 7; i++ {
-		if err := s.appendRequest(&RequestRecord{ConversationID: "c", Budget: i}); err != nil {
+		if err := s.appendRequest(&RequestRecord{ConversationID: "c", Budget: i}, s.logRewrites.Load()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -375,5 +376,58 @@ func TestRecallDoesNotWaitForTheHistoryFile(t *testing.T) {
 	}
 	if got := requestSeqs(t, s, "c"); len(got) != 2 || got[0] != 2 {
 		t.Fatalf("history holds %v, want [2 1]", got)
+	}
+}
+
+// TestARecallRacingAForgetIsNotRecorded: a recall that answered before a
+// forget but queues its request record after the forget has scrubbed the
+// history would bring the forgotten turn back into it; the record is
+// dropped instead, and the recalls after the forget are recorded again.
+func TestARecallRacingAForgetIsNotRecorded(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{Dir: t.TempDir()})
+	if _, err := s.Ingest(ctx, IngestRequest{ConversationID: "c", Messages: []Message{
+		msg("user", "", "the Zephyr account PIN is 4417", time.Time{}),
+		msg("assistant", "", "noted, the Zephyr account PIN", time.Time{}),
+		msg("user", "", "the deploy uses blue-green switching", time.Time{}),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { recallRecordHook = nil })
+	recallRecordHook = func() {
+		recallRecordHook = nil
+		if _, err := s.Forget(ctx, ForgetRequest{ConversationID: "c", TurnIDs: []string{"t1"}}); err != nil {
+			t.Error(err)
+		}
+	}
+	res, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "what is the Zephyr account PIN?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.TurnIDs, "t1") {
+		t.Fatalf("the recall did not use t1 (turns %v): the test shows nothing", res.TurnIDs)
+	}
+	if res.RequestID != "" {
+		t.Errorf("the racing recall was recorded as %s", res.RequestID)
+	}
+	after, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "what is the Zephyr account PIN?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.RequestID == "" {
+		t.Error("the recall after the forget was not recorded")
+	}
+	recs, err := s.Requests(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		ids := slices.Clone(r.Memory.TurnIDs)
+		for _, in := range r.Memory.Included {
+			ids = append(ids, in.ID)
+		}
+		if slices.Contains(ids, "t1") {
+			t.Fatalf("request record %s names the forgotten turn t1: %+v", r.ID, r.Memory)
+		}
 	}
 }

@@ -112,6 +112,11 @@ type Store struct {
 	// deletes the index (rebuilt from the logs on the next Open).
 	purgeAtClose atomic.Bool
 	purging      atomic.Bool // an index purge is running
+	// logRewrites counts the rewrites of any conversation's logs (forget,
+	// redaction, expiry), each bumped before its request history is
+	// scrubbed: a recall that began before one does not record what it
+	// saw (requests.go).
+	logRewrites atomic.Uint64
 
 	// Per-tag expiry (ttl.go); nil without Options.TagTTL.
 	stopTTL context.CancelFunc
