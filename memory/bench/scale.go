@@ -127,9 +127,8 @@ type ScaleRow struct {
 	// Through the protocol (needs Binary): recall_context on "vc-mcp serve"
 	// over stdio, and a plain BM25 MCP server ("vc-mcp bench bm25-serve":
 	// the same BM25Search behind one search tool, on the same transport
-	// and the same library) over the same turns and queries, side by side
-	// in the same run, taking turns in blocks of 20 calls. Sizes are the
-	// answers' mean bytes.
+	// and the same library) over the same turns and queries, one after the
+	// other in the same run. Sizes are the answers' mean bytes.
 	RecallMCP         Latency `json:"recall_mcp"`
 	BM25MCP           Latency `json:"bm25_search_mcp"`
 	RecallOverBM25MCP float64 `json:"recall_over_bm25_mcp_p50"`
@@ -404,85 +403,49 @@ func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // of a fresh process load tables and warm caches.
 const protocolWarmup = 5
 
-// protocolBlock is how many calls each server answers in a row before the
-// next server's turn: the three servers take turns in blocks, so that
-// the machine's state (another tenant, the CPU's clock, the page cache)
-// drifts under all three alike rather than under one phase of the run.
-// A block ends with one call whose background work (vc-mcp writes the
-// recall's request record after answering) can overlap the next server's
-// first call; blocks of 20 keep that to one call in 20.
-const protocolBlock = 20
-
 // protocolLatency times recall_context on "vc-mcp serve" over dir and the
 // search tool of "vc-mcp bench bm25-serve" over the same synthetic turns,
-// both through MCP over stdio, with the same queries. The servers run side
-// by side and answer in turns of protocolBlock calls (each server's calls
-// are in query order, so each sees every query once).
+// both through MCP over stdio, with the same queries.
 func protocolLatency(ctx context.Context, cfg ScaleConfig, row *ScaleRow, dir string, n int, queries []string) error {
 	if len(queries) == 0 {
 		return nil
 	}
+	warm := queries[:min(protocolWarmup, len(queries))]
+	measure := func(args []string, env []string, tool string, toolArgs func(string) map[string]any) (Latency, float64, error) {
+		s, err := startStdio(ctx, cfg.Binary, env, args...)
+		if err != nil {
+			return Latency{}, 0, err
+		}
+		if _, _, err := s.timeTool(tool, warm, toolArgs); err != nil {
+			return Latency{}, 0, errors.Join(err, s.Close())
+		}
+		ms, size, err := s.timeTool(tool, queries, toolArgs)
+		if err != nil {
+			return Latency{}, 0, errors.Join(err, s.Close())
+		}
+		return latencyOf(ms), size, s.Close()
+	}
+	var err error
 	// Like for like with the in-process figures: the store in the serving
 	// process itself (no shared daemon left behind to skew the initialize
 	// timings that follow) and no embedding model (lexical, as above).
 	env := []string{"VC_DATA_DIR=" + dir, "VC_SHARE=off", "VC_MODEL_DIR=" + filepath.Join(dir, "no-model")}
-	bm25 := []string{"bench", "bm25-serve", "--turns", strconv.Itoa(n), "--seed", strconv.FormatUint(cfg.Seed, 10)}
-	type server struct {
-		what string
-		args []string
-		env  []string
-		tool string
-		call func(q string) map[string]any
-		s    *stdioSession
-		ms   []float64
-		size int
+	row.RecallMCP, row.RecallMCPBytes, err = measure([]string{"serve", "--data-dir", dir}, env,
+		"recall_context", func(q string) map[string]any { return map[string]any{"message": q, "max_tokens": cfg.RecallBudget} })
+	if err != nil {
+		return fmt.Errorf("recall_context over MCP: %w", err)
 	}
-	servers := []*server{
-		{what: "recall_context over MCP", args: []string{"serve", "--data-dir", dir}, env: env, tool: "recall_context",
-			call: func(q string) map[string]any { return map[string]any{"message": q, "max_tokens": cfg.RecallBudget} }},
-		{what: "BM25 search over MCP", args: bm25, tool: "search",
-			call: func(q string) map[string]any { return map[string]any{"query": q, "limit": 10} }},
-		{what: "BM25 search packed over MCP", args: bm25, tool: "search",
-			call: func(q string) map[string]any { return map[string]any{"query": q, "max_tokens": cfg.RecallBudget} }},
+	row.BM25MCP, row.BM25MCPBytes, err = measure([]string{"bench", "bm25-serve", "--turns", strconv.Itoa(n), "--seed", strconv.FormatUint(cfg.Seed, 10)}, nil,
+		"search", func(q string) map[string]any { return map[string]any{"query": q, "limit": 10} })
+	if err != nil {
+		return fmt.Errorf("BM25 search over MCP: %w", err)
 	}
-	closeAll := func() error {
-		var errs []error
-		for _, sv := range servers {
-			if sv.s != nil {
-				errs = append(errs, sv.s.Close())
-			}
-		}
-		return errors.Join(errs...)
-	}
-	warm := queries[:min(protocolWarmup, len(queries))]
-	for _, sv := range servers {
-		var err error
-		if sv.s, err = startStdio(ctx, cfg.Binary, sv.env, sv.args...); err != nil {
-			return errors.Join(fmt.Errorf("%s: %w", sv.what, err), closeAll())
-		}
-		if _, _, err := sv.s.timeTool(sv.tool, warm, sv.call); err != nil {
-			return errors.Join(fmt.Errorf("%s: %w", sv.what, err), closeAll())
-		}
-	}
-	for from := 0; from < len(queries); from += protocolBlock {
-		block := queries[from:min(from+protocolBlock, len(queries))]
-		for _, sv := range servers {
-			ms, size, err := sv.s.timeTool(sv.tool, block, sv.call)
-			if err != nil {
-				return errors.Join(fmt.Errorf("%s: %w", sv.what, err), closeAll())
-			}
-			sv.ms = append(sv.ms, ms...)
-			sv.size += int(size * float64(len(block)))
-		}
-	}
-	if err := closeAll(); err != nil {
-		return err
-	}
-	mean := func(sv *server) float64 { return float64(sv.size) / float64(len(queries)) }
-	row.RecallMCP, row.RecallMCPBytes = latencyOf(servers[0].ms), mean(servers[0])
-	row.BM25MCP, row.BM25MCPBytes = latencyOf(servers[1].ms), mean(servers[1])
-	row.BM25PackedMCP, row.BM25PackedMCPBytes = latencyOf(servers[2].ms), mean(servers[2])
 	row.RecallOverBM25MCP = ratio(row.RecallMCP.P50, row.BM25MCP.P50)
+	row.BM25PackedMCP, row.BM25PackedMCPBytes, err = measure([]string{"bench", "bm25-serve", "--turns", strconv.Itoa(n), "--seed", strconv.FormatUint(cfg.Seed, 10)}, nil,
+		"search", func(q string) map[string]any { return map[string]any{"query": q, "max_tokens": cfg.RecallBudget} })
+	if err != nil {
+		return fmt.Errorf("BM25 search packed over MCP: %w", err)
+	}
 	row.RecallOverBM25PackedMCP = ratio(row.RecallMCP.P50, row.BM25PackedMCP.P50)
 	return nil
 }
@@ -874,7 +837,7 @@ func (r *ScaleReport) WriteMarkdown(w io.Writer) error {
 			row.Initialize.P50, crash, first, paused)
 	}
 	if slices.ContainsFunc(r.Rows, func(row ScaleRow) bool { return row.RecallMCP.N > 0 || row.ProtocolError != "" }) {
-		b.WriteString("\nThrough the protocol (MCP over stdio, one client, same queries, lexical as above; the three servers run side by side and answer in turns of 20 calls): recall_context on `vc-mcp serve` (store in the serving process) against a plain BM25 MCP server (`vc-mcp bench bm25-serve`: the BM25 search above behind one tool, same library and transport), answering the top 10 and, with max_tokens, its hits packed into the recall budget:\n\n")
+		b.WriteString("\nThrough the protocol (MCP over stdio, one client, same queries, lexical as above): recall_context on `vc-mcp serve` (store in the serving process) against a plain BM25 MCP server (`vc-mcp bench bm25-serve`: the BM25 search above behind one tool, same library and transport), answering the top 10 and, with max_tokens, its hits packed into the recall budget:\n\n")
 		b.WriteString("| turns | recall_context p50/p95/p99 ms | BM25 top 10 p50/p95/p99 ms | recall/BM25 p50 | BM25 packed p50/p95/p99 ms | recall/packed BM25 p50 | answer bytes recall / BM25 / packed |\n")
 		b.WriteString("|---|---|---|---|---|---|---|\n")
 		for _, row := range r.Rows {
