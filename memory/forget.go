@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -1037,39 +1038,89 @@ func compactDB(path string) error {
 	return syncDir(filepath.Dir(path))
 }
 
-// scrubRequests takes the gone topics and forgotten turns out of a
-// conversation's request history (requests/<id>.jsonl.gz), rewriting it
-// atomically.
+// scrubRequests takes conversation id's gone topics and forgotten turns
+// out of the request histories (requests/*.jsonl.gz), rewriting each that
+// names one atomically: id's own, and any other whose recalls over every
+// conversation (scope all) named them as "<id>/t12" (the histories with a
+// scope-all marker).
 func (s *Store) scrubRequests(id string, gone, forgot map[string]bool) error {
 	if len(gone) == 0 && len(forgot) == 0 {
 		return nil
 	}
-	l, err := s.history(id)
+	errs := []error{s.scrubHistory(id, id, gone, forgot)}
+	others, err := s.scopeAllHistories()
+	errs = append(errs, err)
+	for _, o := range others {
+		if o != id {
+			errs = append(errs, s.scrubHistory(o, id, gone, forgot))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// scrubHistory takes conversation of's gone topics and forgotten turns out
+// of hist's request history. In of's own history a turn is named "t12"
+// (or "<of>/t12" by a recall over every conversation); in another's only
+// by the latter, and only those histories are decoded.
+func (s *Store) scrubHistory(hist, of string, gone, forgot map[string]bool) error {
+	l, err := s.history(hist)
 	if err != nil {
 		return err
 	}
 	defer l.file.Unlock()
+	own := hist == of
+	prefix := of + "/"
+	if !own {
+		enc, err := json.Marshal(prefix)
+		if err != nil {
+			return fmt.Errorf("scrub request history: %w", err)
+		}
+		if raw, err := gunzipAll(l.path); err == nil && !bytes.Contains(raw, enc[1:len(enc)-1]) {
+			return nil // names nothing of conversation of (a damaged file is decoded below)
+		}
+	}
 	f, err := loadRequests(l.path, true)
 	if err != nil || len(f.recs) == 0 {
 		return err
 	}
-	recs := f.recs
+	// named says whether v names one of set's turns or topics of of.
+	named := func(v string, set map[string]bool) bool {
+		if own && set[v] {
+			return true
+		}
+		rest, ok := strings.CutPrefix(v, prefix)
+		return ok && set[rest]
+	}
+	changed := false
 	drop := func(list []string, out map[string]bool) []string {
 		kept := list[:0:0]
 		for _, v := range list {
-			if !out[v] {
-				kept = append(kept, v)
+			if named(v, out) {
+				changed = true
+				continue
 			}
+			kept = append(kept, v)
 		}
 		return kept
 	}
+	recs := f.recs
 	for i := range recs {
 		m := &recs[i].Memory
-		m.MatchedTags = drop(m.MatchedTags, gone)
+		if own || recs[i].Scope == ScopeAll {
+			// A recall over every conversation matched tags of all of
+			// them, unqualified: a topic gone from of is taken out.
+			for _, tag := range m.MatchedTags {
+				if gone[tag] {
+					changed = true
+				}
+			}
+			m.MatchedTags = slices.DeleteFunc(m.MatchedTags, func(tag string) bool { return gone[tag] })
+		}
 		m.TurnIDs = drop(m.TurnIDs, forgot)
 		sums := m.Summaries[:0:0]
 		for _, r := range m.Summaries {
-			if gone[r.Tag] {
+			if (r.ConversationID == of || own && r.ConversationID == "") && gone[r.Tag] {
+				changed = true
 				if r.Kind == "tag" {
 					continue
 				}
@@ -1080,15 +1131,20 @@ func (s *Store) scrubRequests(id string, gone, forgot map[string]bool) error {
 		m.Summaries = sums
 		inc := m.Included[:0:0]
 		for _, r := range m.Included {
-			if forgot[r.ID] || gone[r.ID] {
+			if named(r.ID, forgot) || named(r.ID, gone) {
+				changed = true
 				continue
 			}
-			if gone[r.Tag] {
+			if gone[r.Tag] && (own || strings.HasPrefix(r.ID, prefix)) {
+				changed = true
 				r.Tag = ""
 			}
 			inc = append(inc, r)
 		}
 		m.Included = inc
+	}
+	if !changed {
+		return nil
 	}
 	return l.rewrite(recs)
 }

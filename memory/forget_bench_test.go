@@ -75,3 +75,52 @@ func forgetBenchStore(b *testing.B) *Store {
 	}
 	return s
 }
+
+// BenchmarkForgetBesideHistories forgets one turn of a small conversation
+// in a store where other conversations have full request histories (200
+// records each, none naming it): what looking through the other histories
+// for recalls over every conversation adds to a forget
+// (go test ./memory -run '^$' -bench ForgetBesideHistories -benchtime 20x).
+func BenchmarkForgetBesideHistories(b *testing.B) {
+	for _, others := range []int{0, 100, 400} {
+		b.Run(fmt.Sprintf("histories=%d", others), func(b *testing.B) {
+			ctx := context.Background()
+			s, err := Open(ctx, Options{Dir: b.TempDir()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			var msgs []Message
+			for i := range b.N + 1 {
+				msgs = append(msgs, msg("user", "", fmt.Sprintf("note %d about the Zephyr service", i), time.Time{}))
+			}
+			if _, err := s.Ingest(ctx, IngestRequest{ConversationID: "c", Messages: msgs}); err != nil {
+				b.Fatal(err)
+			}
+			ids := make([]string, 40)
+			inc := make([]Inclusion, 40)
+			for i := range ids {
+				ids[i] = fmt.Sprintf("t%d", 100+i*13)
+				inc[i] = Inclusion{ID: ids[i], Kind: "turn", Mode: IncludeAgent, Tag: "deploy"}
+			}
+			for o := range others {
+				conv := fmt.Sprintf("other-%d", o)
+				for range RequestRetention {
+					rec := &RequestRecord{ConversationID: conv, Budget: 2000, Memory: RequestMemory{MatchedTags: []string{"deploy", "zephyr"}, TurnIDs: ids, Included: inc}}
+					if err := s.appendRequest(rec, s.logRewrites.Load()); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			if err := s.flushRequests(); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				if r, err := s.Forget(ctx, ForgetRequest{ConversationID: "c", TurnIDs: []string{fmt.Sprintf("t%d", i+1)}}); err != nil || r.Forgotten != 1 {
+					b.Fatalf("forget t%d: %+v %v", i+1, r, err)
+				}
+			}
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -57,6 +58,9 @@ type requestLog struct {
 	ends []int
 	// loaded is set (under file and mu) once open has read the history.
 	loaded atomic.Bool
+	// marked is set once the history's scope-all marker is known to
+	// exist (see scopeAllExt).
+	marked atomic.Bool
 	// mu guards next and queue, and is held only to number a record and
 	// queue it, or to take the queue.
 	mu   sync.Mutex
@@ -204,6 +208,13 @@ func (s *Store) appendRequest(rec *RequestRecord, rewrites uint64) error {
 			return err
 		}
 	}
+	if rec.Scope == ScopeAll && !l.marked.Load() {
+		// Before the check below: a forget that finds no marker began
+		// after this record would have been dropped.
+		if err := l.mark(); err != nil {
+			return err
+		}
+	}
 	l.mu.Lock()
 	if s.logRewrites.Load() != rewrites {
 		l.mu.Unlock()
@@ -252,7 +263,7 @@ func (l *requestLog) flush() error {
 	}
 	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if errors.Is(err, fs.ErrNotExist) { // requests/ not made yet, or removed by hand since
-		if err = os.MkdirAll(filepath.Dir(l.path), 0o700); err == nil {
+		if err = makeRequestsDir(filepath.Dir(l.path)); err == nil {
 			f, err = os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		}
 	}
@@ -468,7 +479,7 @@ func (l *requestLog) rewrite(recs []RequestRecord) error {
 		}
 		ends = append(ends, len(out))
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := makeRequestsDir(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
 	if err := atomicWrite(path, out); err != nil {
@@ -500,4 +511,138 @@ func readPlainRequests(path string) ([]RequestRecord, error) {
 		}
 	}
 	return out, nil
+}
+
+// A history that holds records of recalls over every conversation (scope
+// all), which name other conversations' turns ("<conversation>/t12"), has
+// a marker beside it, <conversation file>.scope-all, made before the first
+// such record is queued: a forget looks through those histories only, not
+// through every conversation's. markersMade says the histories of earlier
+// versions, which had no markers, were looked through once and marked.
+const (
+	scopeAllExt = ".scope-all"
+	markersMade = "scope-all-markers-made"
+)
+
+// markerPath is the scope-all marker beside the history at l.path.
+func (l *requestLog) markerPath() string {
+	return strings.TrimSuffix(l.path, ".jsonl.gz") + scopeAllExt
+}
+
+// mark makes the history's scope-all marker, if it is not there.
+func (l *requestLog) mark() error {
+	path := l.markerPath()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = makeRequestsDir(filepath.Dir(path)); err == nil {
+			f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("mark the request history: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("mark the request history: %w", err)
+	}
+	l.marked.Store(true)
+	return nil
+}
+
+// scopeAllHistories lists the conversations whose request histories hold
+// records of recalls over every conversation. The first call on a data
+// directory written by an earlier version looks through every history once
+// and marks those that do.
+func (s *Store) scopeAllHistories() ([]string, error) {
+	dir := filepath.Join(s.opts.Dir, requestsDir)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list request histories: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), scopeAllExt); ok && !e.IsDir() {
+			names = append(names, name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, markersMade)); errors.Is(err, fs.ErrNotExist) {
+		marked, err := markOldHistories(dir, entries)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, marked...)
+	}
+	ids := make([]string, 0, len(names))
+	for _, name := range names {
+		ids = append(ids, idFromFileName(name))
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}
+
+// makeRequestsDir makes the request histories' directory dir, if it is
+// not there, and says in it that its histories need no looking through
+// for markers (markOldHistories): they are all written with them.
+func makeRequestsDir(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, markersMade), nil, 0o600)
+}
+
+// markOldHistories marks the histories in dir that hold a scope-all record
+// and have no marker (written before markers were), then records that it
+// ran; it returns the file names it marked. A history it cannot read is
+// marked: the forget then decodes it.
+func markOldHistories(dir string, entries []fs.DirEntry) ([]string, error) {
+	var marked []string
+	have := map[string]bool{}
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), scopeAllExt); ok {
+			have[name] = true
+		}
+	}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".jsonl.gz")
+		var data []byte
+		var err error
+		if ok {
+			data, err = gunzipAll(filepath.Join(dir, e.Name()))
+		} else if name, ok = strings.CutSuffix(e.Name(), ".jsonl"); ok {
+			data, err = os.ReadFile(filepath.Join(dir, e.Name()))
+		}
+		if !ok || e.IsDir() || have[name] || err == nil && !bytes.Contains(data, []byte(`"scope":"all"`)) {
+			continue
+		}
+		l := &requestLog{path: filepath.Join(dir, name+".jsonl.gz")}
+		if err := l.mark(); err != nil {
+			return nil, err
+		}
+		have[name] = true
+		marked = append(marked, name)
+	}
+	if err := os.WriteFile(filepath.Join(dir, markersMade), nil, 0o600); err != nil {
+		return nil, fmt.Errorf("mark the request histories: %w", err)
+	}
+	return marked, nil
+}
+
+// gunzipAll returns the decompressed bytes of every member of the gzip
+// file at path.
+func gunzipAll(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(bufio.NewReader(f))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
 }

@@ -431,3 +431,106 @@ func TestARecallRacingAForgetIsNotRecorded(t *testing.T) {
 		}
 	}
 }
+
+// TestForgetScrubsRecallsOverEveryConversation: recalls over every
+// conversation (scope all) name turns as "<conversation>/t12", in the
+// history of the conversation they were made from; a forget takes its
+// turns out of every history, its own and the others', and leaves the
+// other conversations' turns alone.
+func TestForgetScrubsRecallsOverEveryConversation(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{Dir: t.TempDir()})
+	for _, in := range []struct{ conv, text string }{
+		{"a", "the deploy uses blue-green switching for the Zephyr service"},
+		{"b", "the Zephyr account PIN is 4417"},
+		{"c", "lunch on friday at the noodle bar"},
+	} {
+		if _, err := s.Ingest(ctx, IngestRequest{ConversationID: in.conv, Messages: []Message{msg("user", "", in.text, time.Time{})}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, from := range []string{"a", "b", "c"} {
+		res, err := s.Recall(ctx, RecallRequest{ConversationID: from, Message: "what about Zephyr?", Scope: ScopeAll})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(res.TurnIDs, "b/t1") || !slices.Contains(res.TurnIDs, "a/t1") {
+			t.Fatalf("a recall over every conversation from %s used %v: the test shows nothing", from, res.TurnIDs)
+		}
+	}
+	// c's own recall names c's turn t1 unqualified: not b's.
+	if _, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "where is lunch?"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Forget(ctx, ForgetRequest{ConversationID: "b", TurnIDs: []string{"t1"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"a", "b", "c"} {
+		recs, err := s.Requests(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var named []string
+		for _, r := range recs {
+			named = append(named, r.Memory.TurnIDs...)
+			for _, in := range r.Memory.Included {
+				named = append(named, in.ID)
+			}
+		}
+		if slices.Contains(named, "b/t1") {
+			t.Errorf("%s's request history still names b/t1: %v", h, named)
+		}
+		if !slices.Contains(named, "a/t1") {
+			t.Errorf("%s's request history lost a/t1, which was not forgotten: %v", h, named)
+		}
+		if h == "c" && !slices.Contains(named, "t1") {
+			t.Errorf("c's request history lost its own t1: %v", named)
+		}
+	}
+}
+
+// TestForgetFindsScopeAllRecordsOfAnEarlierVersion: histories written
+// before the scope-all markers were are looked through once, by the first
+// forget, and those holding such records are marked and scrubbed.
+func TestForgetFindsScopeAllRecordsOfAnEarlierVersion(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	for _, in := range []struct{ conv, text string }{
+		{"a", "the deploy uses blue-green switching for the Zephyr service"},
+		{"b", "the Zephyr account PIN is 4417"},
+	} {
+		if _, err := s.Ingest(ctx, IngestRequest{ConversationID: in.conv, Messages: []Message{msg("user", "", in.text, time.Time{})}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Recall(ctx, RecallRequest{ConversationID: "a", Message: "what about Zephyr?", Scope: ScopeAll}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// What an earlier version left: the history, no marker, no flag.
+	reqs := filepath.Join(dir, requestsDir)
+	for _, name := range []string{fileName("a") + scopeAllExt, markersMade} {
+		if err := os.Remove(filepath.Join(reqs, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s = openTest(t, Options{Dir: dir})
+	if _, err := s.Forget(ctx, ForgetRequest{ConversationID: "b", TurnIDs: []string{"t1"}}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := s.Requests(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || slices.Contains(recs[0].Memory.TurnIDs, "b/t1") || !slices.Contains(recs[0].Memory.TurnIDs, "a/t1") {
+		t.Fatalf("a's history after the forget: %+v", recs)
+	}
+	for _, name := range []string{fileName("a") + scopeAllExt, markersMade} {
+		if _, err := os.Stat(filepath.Join(reqs, name)); err != nil {
+			t.Errorf("after the first forget: %v", err)
+		}
+	}
+}
