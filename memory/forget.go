@@ -1071,11 +1071,21 @@ func (s *Store) scrubHistory(hist, of string, gone, forgot map[string]bool) erro
 	own := hist == of
 	prefix := of + "/"
 	if !own {
+		// Turns are named "<of>/t12"; summaries by "conversation_id";
+		// matched tags unqualified, as JSON strings.
 		enc, err := json.Marshal(prefix)
 		if err != nil {
 			return fmt.Errorf("scrub request history: %w", err)
 		}
-		if raw, err := gunzipAll(l.path); err == nil && !bytes.Contains(raw, enc[1:len(enc)-1]) {
+		needles := [][]byte{enc[1 : len(enc)-1]}
+		for tag := range gone {
+			q, err := json.Marshal(tag)
+			if err != nil {
+				return fmt.Errorf("scrub request history: %w", err)
+			}
+			needles = append(needles, q)
+		}
+		if raw, err := gunzipAll(l.path); err == nil && !slices.ContainsFunc(needles, func(n []byte) bool { return bytes.Contains(raw, n) }) {
 			return nil // names nothing of conversation of (a damaged file is decoded below)
 		}
 	}
@@ -1085,7 +1095,7 @@ func (s *Store) scrubHistory(hist, of string, gone, forgot map[string]bool) erro
 	}
 	// named says whether v names one of set's turns or topics of of.
 	named := func(v string, set map[string]bool) bool {
-		if own && set[v] {
+		if own && set[v] && !strings.Contains(v, "/") {
 			return true
 		}
 		rest, ok := strings.CutPrefix(v, prefix)
@@ -1117,25 +1127,44 @@ func (s *Store) scrubHistory(hist, of string, gone, forgot map[string]bool) erro
 			m.MatchedTags = slices.DeleteFunc(m.MatchedTags, func(tag string) bool { return gone[tag] })
 		}
 		m.TurnIDs = drop(m.TurnIDs, forgot)
+		// A summary's inclusion names it unqualified ("s3", a tag, "t12"
+		// for a message summary): its conversation is in Summaries.
+		type sumKey struct{ kind, id string }
+		ofSums := map[sumKey]bool{}
 		sums := m.Summaries[:0:0]
 		for _, r := range m.Summaries {
-			if (r.ConversationID == of || own && r.ConversationID == "") && gone[r.Tag] {
-				changed = true
-				if r.Kind == "tag" {
+			if r.ConversationID == of || own && r.ConversationID == "" {
+				ofSums[sumKey{r.Kind, r.ID}] = true
+				if r.Kind == "message" && forgot[r.ID] {
+					changed = true
 					continue
 				}
-				r.Tag = ""
+				if gone[r.Tag] {
+					changed = true
+					if r.Kind == "tag" {
+						continue
+					}
+					r.Tag = ""
+				}
 			}
 			sums = append(sums, r)
 		}
 		m.Summaries = sums
 		inc := m.Included[:0:0]
 		for _, r := range m.Included {
-			if named(r.ID, forgot) || named(r.ID, gone) {
+			ours := strings.HasPrefix(r.ID, prefix)
+			switch r.Kind {
+			case "tag", "segment", "message":
+				ours = ofSums[sumKey{r.Kind, r.ID}]
+			default:
+				ours = ours || own && !strings.Contains(r.ID, "/")
+			}
+			if ours && (r.Kind == "tag" && gone[r.ID] || r.Kind == "message" && forgot[r.ID]) ||
+				r.Kind != "tag" && r.Kind != "segment" && r.Kind != "message" && (named(r.ID, forgot) || named(r.ID, gone)) {
 				changed = true
 				continue
 			}
-			if gone[r.Tag] && (own || strings.HasPrefix(r.ID, prefix)) {
+			if ours && gone[r.Tag] {
 				changed = true
 				r.Tag = ""
 			}

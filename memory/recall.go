@@ -97,7 +97,7 @@ func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, er
 	if res.conv, err = s.resolve(req.ConversationID); err != nil {
 		return res, err
 	}
-	if s.opts.Assembly == AssemblyHierarchical && len(convs) == 1 {
+	if s.opts.Assembly == AssemblyHierarchical && len(convs) == 1 && req.Scope != ScopeAll {
 		r, err := s.recallHierarchy(ctx, convs[0], budget, res.RecallResult)
 		res.RecallResult = r
 		return res, err
@@ -172,7 +172,7 @@ func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, er
 		note += "\n" + unread
 	}
 	res.HintStyle = HintStyleFor(s.set.get().HintStyle, req.Client)
-	a := s.assemble(convs, ranked, matched, q, budget-s.tok.Count(note), len(convs) > 1, res.HintStyle)
+	a := s.assemble(convs, ranked, matched, q, budget-s.tok.Count(note), len(convs) > 1 || req.Scope == ScopeAll, res.HintStyle)
 	res.TurnIDs, res.Summaries, res.Breakdown, res.Included = a.turnIDs, a.summaries, a.breakdown, a.included
 	res.Breakdown.Budget = total
 	if note == "" {

@@ -567,11 +567,10 @@ func (s *Store) scopeAllHistories() ([]string, error) {
 			names = append(names, name)
 		}
 	}
+	var merr error
 	if _, err := os.Stat(filepath.Join(dir, markersMade)); errors.Is(err, fs.ErrNotExist) {
-		marked, err := markOldHistories(dir, entries)
-		if err != nil {
-			return nil, err
-		}
+		var marked []string
+		marked, merr = markOldHistories(dir, entries)
 		names = append(names, marked...)
 	}
 	ids := make([]string, 0, len(names))
@@ -579,7 +578,7 @@ func (s *Store) scopeAllHistories() ([]string, error) {
 		ids = append(ids, idFromFileName(name))
 	}
 	slices.Sort(ids)
-	return slices.Compact(ids), nil
+	return slices.Compact(ids), merr
 }
 
 // makeRequestsDir makes the request histories' directory dir, if it is
@@ -598,9 +597,12 @@ func makeRequestsDir(dir string) error {
 // markOldHistories marks the histories in dir that hold a scope-all record
 // and have no marker (written before markers were), then records that it
 // ran; it returns the file names it marked. A history it cannot read is
-// marked: the forget then decodes it.
+// marked: the forget then decodes it. A marker it cannot make is an error,
+// and the next call looks through the histories again; the names marked
+// are returned with it.
 func markOldHistories(dir string, entries []fs.DirEntry) ([]string, error) {
 	var marked []string
+	var errs []error
 	have := map[string]bool{}
 	for _, e := range entries {
 		if name, ok := strings.CutSuffix(e.Name(), scopeAllExt); ok {
@@ -621,13 +623,17 @@ func markOldHistories(dir string, entries []fs.DirEntry) ([]string, error) {
 		}
 		l := &requestLog{path: filepath.Join(dir, name+".jsonl.gz")}
 		if err := l.mark(); err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		have[name] = true
 		marked = append(marked, name)
 	}
+	if len(errs) > 0 {
+		return marked, errors.Join(errs...)
+	}
 	if err := os.WriteFile(filepath.Join(dir, markersMade), nil, 0o600); err != nil {
-		return nil, fmt.Errorf("mark the request histories: %w", err)
+		return marked, fmt.Errorf("mark the request histories: %w", err)
 	}
 	return marked, nil
 }
