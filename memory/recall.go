@@ -97,7 +97,12 @@ func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, er
 	if res.conv, err = s.resolve(req.ConversationID); err != nil {
 		return res, err
 	}
-	if s.opts.Assembly == AssemblyHierarchical && len(convs) == 1 && req.Scope != ScopeAll {
+	// A recall over every conversation names each turn with its
+	// conversation ("work/t12"), however many answer, and is ranked by
+	// relevance (there is no single timeline); only one conversation's
+	// recall takes the hierarchical assembly.
+	multi := req.Scope == ScopeAll
+	if s.opts.Assembly == AssemblyHierarchical && len(convs) == 1 && !multi {
 		r, err := s.recallHierarchy(ctx, convs[0], budget, res.RecallResult)
 		res.RecallResult = r
 		return res, err
@@ -172,7 +177,7 @@ func (s *Store) recall(ctx context.Context, req RecallRequest) (recallResult, er
 		note += "\n" + unread
 	}
 	res.HintStyle = HintStyleFor(s.set.get().HintStyle, req.Client)
-	a := s.assemble(convs, ranked, matched, q, budget-s.tok.Count(note), len(convs) > 1 || req.Scope == ScopeAll, res.HintStyle)
+	a := s.assemble(convs, ranked, matched, q, budget-s.tok.Count(note), multi, res.HintStyle)
 	res.TurnIDs, res.Summaries, res.Breakdown, res.Included = a.turnIDs, a.summaries, a.breakdown, a.included
 	res.Breakdown.Budget = total
 	if note == "" {
