@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -1070,6 +1071,15 @@ func (s *Store) scrubHistory(hist, of string, gone, forgot map[string]bool) erro
 	defer l.file.Unlock()
 	own := hist == of
 	prefix := of + "/"
+	// One read: the look for the conversation's names and the decoding
+	// share it.
+	data, err := os.ReadFile(l.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read request history: %w", err)
+	}
 	if !own {
 		// Turns are named "<of>/t12"; summaries by "conversation_id";
 		// matched tags unqualified, as JSON strings.
@@ -1085,13 +1095,13 @@ func (s *Store) scrubHistory(hist, of string, gone, forgot map[string]bool) erro
 			}
 			needles = append(needles, q)
 		}
-		if raw, err := gunzipAll(l.path); err == nil && !slices.ContainsFunc(needles, func(n []byte) bool { return bytes.Contains(raw, n) }) {
+		if raw, err := gunzipAll(data); err == nil && !slices.ContainsFunc(needles, func(n []byte) bool { return bytes.Contains(raw, n) }) {
 			return nil // names nothing of conversation of (a damaged file is decoded below)
 		}
 	}
-	f, err := loadRequests(l.path, true)
-	if err != nil || len(f.recs) == 0 {
-		return err
+	f := parseRequests(data, true)
+	if len(f.recs) == 0 {
+		return nil
 	}
 	// named says whether v names one of set's turns or topics of of.
 	named := func(v string, set map[string]bool) bool {

@@ -343,14 +343,19 @@ var gzipMagic = []byte{0x1f, 0x8b, 0x08}
 // resumes at the next member's header) and a record that does not decode
 // is left out; both are kept in the file.
 func loadRequests(path string, decode bool) (requestFile, error) {
-	var f requestFile
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return f, nil
+		return requestFile{}, nil
 	}
 	if err != nil {
-		return f, fmt.Errorf("read request history: %w", err)
+		return requestFile{}, fmt.Errorf("read request history: %w", err)
 	}
+	return parseRequests(data, decode), nil
+}
+
+// parseRequests is loadRequests on a history's bytes.
+func parseRequests(data []byte, decode bool) requestFile {
+	var f requestFile
 	f.data = data
 	var zr gzip.Reader
 	var buf bytes.Buffer
@@ -374,7 +379,7 @@ func loadRequests(path string, decode bool) (requestFile, error) {
 			f.last = append(f.last[:0], body...)
 		}
 	}
-	return f, nil
+	return f
 }
 
 // readMember decompresses the gzip member data starts with, with zr (kept
@@ -614,7 +619,9 @@ func markOldHistories(dir string, entries []fs.DirEntry) ([]string, error) {
 		var data []byte
 		var err error
 		if ok {
-			data, err = gunzipAll(filepath.Join(dir, e.Name()))
+			if data, err = os.ReadFile(filepath.Join(dir, e.Name())); err == nil {
+				data, err = gunzipAll(data)
+			}
 		} else if name, ok = strings.CutSuffix(e.Name(), ".jsonl"); ok {
 			data, err = os.ReadFile(filepath.Join(dir, e.Name()))
 		}
@@ -638,15 +645,9 @@ func markOldHistories(dir string, entries []fs.DirEntry) ([]string, error) {
 	return marked, nil
 }
 
-// gunzipAll returns the decompressed bytes of every member of the gzip
-// file at path.
-func gunzipAll(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(bufio.NewReader(f))
+// gunzipAll returns the decompressed bytes of every member of data.
+func gunzipAll(data []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
 	}
