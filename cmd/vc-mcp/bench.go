@@ -205,6 +205,7 @@ func benchScale(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	svgDir := fs.String("svg", "", "write latency-vs-turns.svg into DIR")
 	store := fs.String("store", "", "also run on this PostgreSQL URL (a new schema per size), after the same sizes on the data directory alone")
 	recallProfile := fs.String("recall-profile", "", "write a CPU profile (pprof) of the in-process recall loop to FILE (the last size's queries, 5 more rounds after the timed one)")
+	rounds := fs.Int("protocol-rounds", 3, "rounds of the comparison over MCP (each starts recall's server and the BM25 servers afresh); ratios are the median round's")
 	contentionProfile := fs.String("contention-profile", "", "write a block profile (pprof) of the last size's recalls while another caller writes to FILE: where they waited on locks")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -220,7 +221,7 @@ func benchScale(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	cfg := bench.ScaleConfig{
-		Sizes: ns, Queries: *queries, Seed: *seed, Binary: bin,
+		Sizes: ns, Queries: *queries, Seed: *seed, Binary: bin, ProtocolRounds: *rounds,
 		Open: benchOpener(memory.Options{}, ""), Progress: stderr,
 	}
 	for _, p := range []struct {

@@ -22,7 +22,7 @@ func TestBenchScaleThroughProtocol(t *testing.T) {
 	}
 	rep, err := bench.RunScale(context.Background(), bench.ScaleConfig{
 		Sizes: []int{300}, Queries: 8, Seed: 1, Open: bench.StoreOpener(memory.Options{}),
-		Binary: binary, SmallBatchTurns: 50, TempDir: t.TempDir(),
+		Binary: binary, SmallBatchTurns: 50, TempDir: t.TempDir(), ProtocolRounds: 2,
 	})
 	if err != nil {
 		t.Fatalf("RunScale: %v", err)
@@ -31,8 +31,18 @@ func TestBenchScaleThroughProtocol(t *testing.T) {
 	if row.ProtocolError != "" {
 		t.Fatalf("protocol measurement failed: %s", row.ProtocolError)
 	}
-	if row.RecallMCP.N != 8 || row.BM25MCP.N != 8 || row.RecallOverBM25MCP <= 0 {
-		t.Errorf("over MCP: %d recall and %d BM25 timings, ratio %v; want 8, 8, > 0", row.RecallMCP.N, row.BM25MCP.N, row.RecallOverBM25MCP)
+	// Two rounds of 8 queries each, pooled; the ratio is the rounds'
+	// median, inside their range.
+	if row.ProtocolRounds != 2 || row.RecallMCP.N != 16 || row.BM25MCP.N != 16 || row.RecallOverBM25MCP <= 0 {
+		t.Errorf("over MCP: %d rounds, %d recall and %d BM25 timings, ratio %v; want 2, 16, 16, > 0", row.ProtocolRounds, row.RecallMCP.N, row.BM25MCP.N, row.RecallOverBM25MCP)
+	}
+	for _, r := range []struct {
+		mid float64
+		rng [2]float64
+	}{{row.RecallOverBM25MCP, row.RecallOverBM25MCPRange}, {row.RecallOverBM25PackedMCP, row.RecallOverBM25PackedMCPRange}} {
+		if r.rng[0] <= 0 || r.rng[0] > r.mid || r.mid > r.rng[1] {
+			t.Errorf("ratio %v outside its rounds' range %v", r.mid, r.rng)
+		}
 	}
 	// recall_context answers within its 2000-token budget with whole turns;
 	// the baseline with its top 10 one-line turns.
@@ -41,7 +51,7 @@ func TestBenchScaleThroughProtocol(t *testing.T) {
 	}
 	// The packed baseline answers within the same budget, with more than
 	// its top 10.
-	if row.BM25PackedMCP.N != 8 || row.BM25PackedMCPBytes <= row.BM25MCPBytes || row.RecallOverBM25PackedMCP <= 0 {
+	if row.BM25PackedMCP.N != 16 || row.BM25PackedMCPBytes <= row.BM25MCPBytes || row.RecallOverBM25PackedMCP <= 0 {
 		t.Errorf("packed BM25 over MCP: %d timings, %v bytes (top 10: %v), ratio %v", row.BM25PackedMCP.N, row.BM25PackedMCPBytes, row.BM25MCPBytes, row.RecallOverBM25PackedMCP)
 	}
 	// Recall on the real store while a second caller writes to it.
@@ -66,8 +76,8 @@ func TestBenchScaleThroughProtocol(t *testing.T) {
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(md.String(), "Through the protocol") {
-		t.Errorf("markdown lacks the protocol table:\n%s", md.String())
+	if !strings.Contains(md.String(), "Through the protocol") || !strings.Contains(md.String(), "| 300 | 2 | ") {
+		t.Errorf("markdown lacks the protocol table and its rounds:\n%s", md.String())
 	}
 }
 

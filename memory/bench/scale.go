@@ -51,6 +51,13 @@ type ScaleConfig struct {
 	// recalls while another caller writes: what the writer's locks cost a
 	// recall, apart from the CPU both share.
 	ContentionProfile io.Writer
+	// ProtocolRounds is how many times the protocol comparison runs
+	// (default 3): each round starts the three servers afresh, one after
+	// the other, and times the same queries on each. On a shared machine
+	// the same binary's p50 moves by a third from one process to the next;
+	// the ratios reported are the median of the rounds' ratios, with their
+	// range, and the latencies pool every round's calls.
+	ProtocolRounds int
 }
 
 // Latency summarises call durations in milliseconds.
@@ -128,18 +135,24 @@ type ScaleRow struct {
 	// over stdio, and a plain BM25 MCP server ("vc-mcp bench bm25-serve":
 	// the same BM25Search behind one search tool, on the same transport
 	// and the same library) over the same turns and queries, one after the
-	// other in the same run. Sizes are the answers' mean bytes.
-	RecallMCP         Latency `json:"recall_mcp"`
-	BM25MCP           Latency `json:"bm25_search_mcp"`
-	RecallOverBM25MCP float64 `json:"recall_over_bm25_mcp_p50"`
-	RecallMCPBytes    float64 `json:"recall_mcp_answer_bytes"`
-	BM25MCPBytes      float64 `json:"bm25_mcp_answer_bytes"`
+	// other in the same run, ProtocolRounds times. Sizes are the answers'
+	// mean bytes. A ratio is the median over the rounds of the round's
+	// recall p50 over the baseline's, and its range is the lowest and the
+	// highest round's.
+	RecallMCP              Latency    `json:"recall_mcp"`
+	BM25MCP                Latency    `json:"bm25_search_mcp"`
+	RecallOverBM25MCP      float64    `json:"recall_over_bm25_mcp_p50"`
+	RecallOverBM25MCPRange [2]float64 `json:"recall_over_bm25_mcp_p50_range"`
+	RecallMCPBytes         float64    `json:"recall_mcp_answer_bytes"`
+	BM25MCPBytes           float64    `json:"bm25_mcp_answer_bytes"`
 	// The same server's search with max_tokens: hits packed into the
 	// recall budget (BM25Packed, over MCP).
-	BM25PackedMCP           Latency `json:"bm25_packed_mcp"`
-	RecallOverBM25PackedMCP float64 `json:"recall_over_bm25_packed_mcp_p50"`
-	BM25PackedMCPBytes      float64 `json:"bm25_packed_mcp_answer_bytes"`
-	ProtocolError           string  `json:"protocol_error,omitempty"`
+	BM25PackedMCP                Latency    `json:"bm25_packed_mcp"`
+	RecallOverBM25PackedMCP      float64    `json:"recall_over_bm25_packed_mcp_p50"`
+	RecallOverBM25PackedMCPRange [2]float64 `json:"recall_over_bm25_packed_mcp_p50_range"`
+	BM25PackedMCPBytes           float64    `json:"bm25_packed_mcp_answer_bytes"`
+	ProtocolRounds               int        `json:"protocol_rounds"`
+	ProtocolError                string     `json:"protocol_error,omitempty"`
 	// On the store ingested two per call: the same recalls alone
 	// (RecallQuiet) and again while another caller ingests new turns into
 	// the same conversation, two per call (RecallWhileWriting; Writes is
@@ -189,6 +202,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleReport, error) {
 	cfg.SmallBatch = cmpOr(cfg.SmallBatch, 2)
 	cfg.SmallBatchTurns = cmpOr(cfg.SmallBatchTurns, 10000)
 	cfg.RecallBudget = cmpOr(cfg.RecallBudget, 2000)
+	cfg.ProtocolRounds = cmpOr(cfg.ProtocolRounds, 3)
 	rep := &ScaleReport{Seed: cfg.Seed, Queries: cfg.Queries, Budget: cfg.RecallBudget, CPUs: runtime.NumCPU(), Started: time.Now().UTC()}
 	for _, n := range cfg.Sizes {
 		row, err := scaleOne(ctx, cfg, n)
@@ -405,49 +419,73 @@ const protocolWarmup = 5
 
 // protocolLatency times recall_context on "vc-mcp serve" over dir and the
 // search tool of "vc-mcp bench bm25-serve" over the same synthetic turns,
-// both through MCP over stdio, with the same queries.
+// both through MCP over stdio, with the same queries, in cfg.ProtocolRounds
+// rounds of fresh processes.
 func protocolLatency(ctx context.Context, cfg ScaleConfig, row *ScaleRow, dir string, n int, queries []string) error {
 	if len(queries) == 0 {
 		return nil
 	}
 	warm := queries[:min(protocolWarmup, len(queries))]
-	measure := func(args []string, env []string, tool string, toolArgs func(string) map[string]any) (Latency, float64, error) {
+	measure := func(args []string, env []string, tool string, toolArgs func(string) map[string]any) ([]float64, float64, error) {
 		s, err := startStdio(ctx, cfg.Binary, env, args...)
 		if err != nil {
-			return Latency{}, 0, err
+			return nil, 0, err
 		}
 		if _, _, err := s.timeTool(tool, warm, toolArgs); err != nil {
-			return Latency{}, 0, errors.Join(err, s.Close())
+			return nil, 0, errors.Join(err, s.Close())
 		}
 		ms, size, err := s.timeTool(tool, queries, toolArgs)
 		if err != nil {
-			return Latency{}, 0, errors.Join(err, s.Close())
+			return nil, 0, errors.Join(err, s.Close())
 		}
-		return latencyOf(ms), size, s.Close()
+		return ms, size, s.Close()
 	}
-	var err error
 	// Like for like with the in-process figures: the store in the serving
 	// process itself (no shared daemon left behind to skew the initialize
 	// timings that follow) and no embedding model (lexical, as above).
 	env := []string{"VC_DATA_DIR=" + dir, "VC_SHARE=off", "VC_MODEL_DIR=" + filepath.Join(dir, "no-model")}
-	row.RecallMCP, row.RecallMCPBytes, err = measure([]string{"serve", "--data-dir", dir}, env,
-		"recall_context", func(q string) map[string]any { return map[string]any{"message": q, "max_tokens": cfg.RecallBudget} })
-	if err != nil {
-		return fmt.Errorf("recall_context over MCP: %w", err)
+	bm25 := []string{"bench", "bm25-serve", "--turns", strconv.Itoa(n), "--seed", strconv.FormatUint(cfg.Seed, 10)}
+	var recallMs, bm25Ms, packedMs, ratios, packedRatios []float64
+	for range max(cfg.ProtocolRounds, 1) {
+		rec, size, err := measure([]string{"serve", "--data-dir", dir}, env,
+			"recall_context", func(q string) map[string]any { return map[string]any{"message": q, "max_tokens": cfg.RecallBudget} })
+		if err != nil {
+			return fmt.Errorf("recall_context over MCP: %w", err)
+		}
+		row.RecallMCPBytes = size
+		top, size, err := measure(bm25, nil, "search", func(q string) map[string]any { return map[string]any{"query": q, "limit": 10} })
+		if err != nil {
+			return fmt.Errorf("BM25 search over MCP: %w", err)
+		}
+		row.BM25MCPBytes = size
+		packed, size, err := measure(bm25, nil, "search", func(q string) map[string]any { return map[string]any{"query": q, "max_tokens": cfg.RecallBudget} })
+		if err != nil {
+			return fmt.Errorf("BM25 search packed over MCP: %w", err)
+		}
+		row.BM25PackedMCPBytes = size
+		p50 := Percentile(rec, 50)
+		ratios = append(ratios, ratio(p50, Percentile(top, 50)))
+		packedRatios = append(packedRatios, ratio(p50, Percentile(packed, 50)))
+		recallMs, bm25Ms, packedMs = append(recallMs, rec...), append(bm25Ms, top...), append(packedMs, packed...)
+		row.ProtocolRounds++
 	}
-	row.BM25MCP, row.BM25MCPBytes, err = measure([]string{"bench", "bm25-serve", "--turns", strconv.Itoa(n), "--seed", strconv.FormatUint(cfg.Seed, 10)}, nil,
-		"search", func(q string) map[string]any { return map[string]any{"query": q, "limit": 10} })
-	if err != nil {
-		return fmt.Errorf("BM25 search over MCP: %w", err)
-	}
-	row.RecallOverBM25MCP = ratio(row.RecallMCP.P50, row.BM25MCP.P50)
-	row.BM25PackedMCP, row.BM25PackedMCPBytes, err = measure([]string{"bench", "bm25-serve", "--turns", strconv.Itoa(n), "--seed", strconv.FormatUint(cfg.Seed, 10)}, nil,
-		"search", func(q string) map[string]any { return map[string]any{"query": q, "max_tokens": cfg.RecallBudget} })
-	if err != nil {
-		return fmt.Errorf("BM25 search packed over MCP: %w", err)
-	}
-	row.RecallOverBM25PackedMCP = ratio(row.RecallMCP.P50, row.BM25PackedMCP.P50)
+	row.RecallMCP, row.BM25MCP, row.BM25PackedMCP = latencyOf(recallMs), latencyOf(bm25Ms), latencyOf(packedMs)
+	row.RecallOverBM25MCP, row.RecallOverBM25MCPRange = median(ratios), [2]float64{slices.Min(ratios), slices.Max(ratios)}
+	row.RecallOverBM25PackedMCP, row.RecallOverBM25PackedMCPRange = median(packedRatios), [2]float64{slices.Min(packedRatios), slices.Max(packedRatios)}
 	return nil
+}
+
+// median is the middle of xs (the mean of the two middle values when
+// their number is even); 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // CrashServe starts "binary serve" on dir, waits until a recall_context
@@ -837,17 +875,19 @@ func (r *ScaleReport) WriteMarkdown(w io.Writer) error {
 			row.Initialize.P50, crash, first, paused)
 	}
 	if slices.ContainsFunc(r.Rows, func(row ScaleRow) bool { return row.RecallMCP.N > 0 || row.ProtocolError != "" }) {
-		b.WriteString("\nThrough the protocol (MCP over stdio, one client, same queries, lexical as above): recall_context on `vc-mcp serve` (store in the serving process) against a plain BM25 MCP server (`vc-mcp bench bm25-serve`: the BM25 search above behind one tool, same library and transport), answering the top 10 and, with max_tokens, its hits packed into the recall budget:\n\n")
-		b.WriteString("| turns | recall_context p50/p95/p99 ms | BM25 top 10 p50/p95/p99 ms | recall/BM25 p50 | BM25 packed p50/p95/p99 ms | recall/packed BM25 p50 | answer bytes recall / BM25 / packed |\n")
-		b.WriteString("|---|---|---|---|---|---|---|\n")
+		b.WriteString("\nThrough the protocol (MCP over stdio, one client, same queries, lexical as above): recall_context on `vc-mcp serve` (store in the serving process) against a plain BM25 MCP server (`vc-mcp bench bm25-serve`: the BM25 search above behind one tool, same library and transport), answering the top 10 and, with max_tokens, its hits packed into the recall budget. Each round starts the three servers afresh, one after the other; latencies pool every round's calls, and a ratio is the median of the rounds' p50 ratios (lowest-highest round):\n\n")
+		b.WriteString("| turns | rounds | recall_context p50/p95/p99 ms | BM25 top 10 p50/p95/p99 ms | recall/BM25 p50 | BM25 packed p50/p95/p99 ms | recall/packed BM25 p50 | answer bytes recall / BM25 / packed |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|\n")
 		for _, row := range r.Rows {
 			if row.ProtocolError != "" {
-				fmt.Fprintf(&b, "| %d | error: %s | | | | | |\n", row.Turns, strings.ReplaceAll(tail(row.ProtocolError, 160), "|", "/"))
+				fmt.Fprintf(&b, "| %d | %d | error: %s | | | | | |\n", row.Turns, row.ProtocolRounds, strings.ReplaceAll(tail(row.ProtocolError, 160), "|", "/"))
 				continue
 			}
-			fmt.Fprintf(&b, "| %d | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f | %.2f | %.2f / %.2f / %.2f | %.2f | %.0f / %.0f / %.0f |\n",
-				row.Turns, row.RecallMCP.P50, row.RecallMCP.P95, row.RecallMCP.P99, row.BM25MCP.P50, row.BM25MCP.P95, row.BM25MCP.P99,
-				row.RecallOverBM25MCP, row.BM25PackedMCP.P50, row.BM25PackedMCP.P95, row.BM25PackedMCP.P99, row.RecallOverBM25PackedMCP,
+			fmt.Fprintf(&b, "| %d | %d | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f | %.2f (%.2f-%.2f) | %.2f / %.2f / %.2f | %.2f (%.2f-%.2f) | %.0f / %.0f / %.0f |\n",
+				row.Turns, row.ProtocolRounds, row.RecallMCP.P50, row.RecallMCP.P95, row.RecallMCP.P99, row.BM25MCP.P50, row.BM25MCP.P95, row.BM25MCP.P99,
+				row.RecallOverBM25MCP, row.RecallOverBM25MCPRange[0], row.RecallOverBM25MCPRange[1],
+				row.BM25PackedMCP.P50, row.BM25PackedMCP.P95, row.BM25PackedMCP.P99,
+				row.RecallOverBM25PackedMCP, row.RecallOverBM25PackedMCPRange[0], row.RecallOverBM25PackedMCPRange[1],
 				row.RecallMCPBytes, row.BM25MCPBytes, row.BM25PackedMCPBytes)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -138,5 +139,21 @@ func TestPeakRSS(t *testing.T) {
 	}
 	if got := peakRSS(); got <= 0 {
 		t.Errorf("peakRSS() = %d, want > 0", got)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{1.4}, 1.4},
+		{[]float64{2.1, 1.2, 1.5}, 1.5},
+		{[]float64{1.9, 1.1, 1.3, 1.6}, 1.45},
+	} {
+		if got := median(tc.in); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
 	}
 }
