@@ -282,7 +282,7 @@ func (p *packer) pinRules(convs []*conv) []pick {
 			if ruleUsed+cost > p.budget/ruleShare {
 				continue
 			}
-			content, err := c.log.readContent(t.Start, t.End)
+			content, err := c.log.ReadContent(t.Start, t.End)
 			if err != nil {
 				continue
 			}
@@ -350,7 +350,7 @@ func (p *packer) packFrom(ranked []candidate, from int) {
 			}
 			continue
 		}
-		content, err := cd.c.log.readContent(t.Start, t.End)
+		content, err := cd.c.log.ReadContent(t.Start, t.End)
 		if err != nil {
 			p.s.log.Warn("unreadable turn skipped", "conversation", cd.c.id, "turn", cd.seq, "err", err)
 			p.taken[k] = true
@@ -373,7 +373,7 @@ func (p *packer) cut(cd *candidate, t *turnMeta, sk sessKey, hcost int) {
 	if room <= 0 {
 		return
 	}
-	content, err := cd.c.log.readContent(t.Start, t.End)
+	content, err := cd.c.log.ReadContent(t.Start, t.End)
 	if err != nil {
 		return
 	}

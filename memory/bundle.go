@@ -12,6 +12,8 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 )
 
 // The interchange bundle: a memory as one JSON Lines file that another
@@ -334,7 +336,7 @@ func ReadBundle(r io.Reader) (*Bundle, error) {
 				return nil, bad("%s record spans lines", l.Type)
 			}
 			if l.Type == bundleMessage {
-				r, err := decodeRecord(rec)
+				r, err := masterlog.Decode(rec)
 				if err != nil {
 					return nil, bad("message record does not verify: %v", err)
 				}

@@ -361,7 +361,7 @@ func TestRealReadmeSemanticExample(t *testing.T) {
 	top := ""
 	if len(seqs) == 1 {
 		tm := c.turn(seqs[0])
-		rec, err := c.log.read(tm.Start, tm.End)
+		rec, err := c.log.Read(tm.Start, tm.End)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vc-mcp/vc-mcp/internal/files"
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
 )
 
@@ -168,7 +170,7 @@ func TestScopeAllBoundedOpenConversations(t *testing.T) {
 	for i := 0; i < convs; i++ {
 		word := fmt.Sprintf("zebra%04d", i)
 		rec := recordFrom(1, mustNorm(t, msg("user", "Ana", "the password for the "+word+" vault is stored offline", t0)), t0)
-		line, err := encodeRecord(rec)
+		line, err := masterlog.Encode(rec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +255,7 @@ func TestSlowLoadBlocksNoOther(t *testing.T) {
 	s := openTest(t, Options{Dir: dir, Tagger: bt})
 	// Logs the store has not seen yet: loading them replays (and tags) them.
 	for _, id := range []string{"slow", "fast"} {
-		line, err := encodeRecord(recordFrom(1, mustNorm(t, msg("user", "Ana", "hello from "+id, t0)), t0))
+		line, err := masterlog.Encode(recordFrom(1, mustNorm(t, msg("user", "Ana", "hello from "+id, t0)), t0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -376,7 +378,7 @@ func TestReadsDoNotWaitForADecisionWrite(t *testing.T) {
 			whileHeld(t, release, wrote, "a "+tc.name+" held in its decisions write", func() error {
 				return readsAnswer(s, "c", "the Kyoto ryokan", "ryokan", nil)
 			})
-			logWriteHook = nil
+			files.WriteHook = nil
 			if err := tc.check(); err != nil {
 				t.Fatal(err)
 			}
@@ -433,7 +435,7 @@ func whileHeld(t *testing.T, release chan struct{}, wrote <-chan error, what str
 func holdLogWrite(t *testing.T, match func(path string) bool) (entered, release chan struct{}) {
 	entered, release = make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	logWriteHook = func(path string) error {
+	files.WriteHook = func(path string) error {
 		if match(path) {
 			once.Do(func() {
 				close(entered)
@@ -442,6 +444,6 @@ func holdLogWrite(t *testing.T, match func(path string) bool) (entered, release 
 		}
 		return nil
 	}
-	t.Cleanup(func() { logWriteHook = nil })
+	t.Cleanup(func() { files.WriteHook = nil })
 	return entered, release
 }

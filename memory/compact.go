@@ -359,7 +359,7 @@ func (s *Store) planCompaction(c *conv, force bool) ([]segmentPlan, int, error) 
 		if t.Empty {
 			continue
 		}
-		rec, err := c.log.read(t.Start, t.End)
+		rec, err := c.log.Read(t.Start, t.End)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 )
 
 // defaultMaxOpenConversations caps the conversations kept loaded, each with
@@ -281,7 +283,7 @@ func (s *Store) unload(convs []*conv) {
 		if err := s.saveMeta(meta); err != nil {
 			s.log.Warn("saving an unloaded conversation's state failed", "conversation", c.id, "err", err)
 		}
-		if err := c.log.release(); err != nil {
+		if err := c.log.Release(); err != nil {
 			s.log.Warn("closing an unloaded conversation's log failed", "conversation", c.id, "err", err)
 		}
 		// Writers pin what they load, so no decision is being appended; the
@@ -325,7 +327,7 @@ func (s *Store) load(ctx context.Context, id, path string) (*conv, error) {
 	}); err != nil {
 		return nil, err
 	}
-	l, err := openMasterLog(path)
+	l, err := masterlog.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -334,7 +336,7 @@ func (s *Store) load(ctx context.Context, id, path string) (*conv, error) {
 		c.meta.Created = s.now().UTC()
 	}
 	if err := s.replayFiles(ctx, c); err != nil {
-		_ = l.close()
+		_ = l.Close()
 		return nil, err
 	}
 	s.catchUpIndex(ctx, c)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/vc-mcp/vc-mcp/internal/files"
 )
 
 // vc.db is compacted in place when the store closes, if free pages (or
@@ -89,7 +91,7 @@ func compactInPlace(db *bolt.DB) (bool, error) {
 		_ = os.Remove(tmp)
 		return false, fmt.Errorf("compact vc.db: %w", err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := files.SyncDir(filepath.Dir(path)); err != nil {
 		return false, err
 	}
 	if err := copyPages(path, ready, size); err != nil {
@@ -98,7 +100,7 @@ func compactInPlace(db *bolt.DB) (bool, error) {
 	if err := os.Remove(ready); err != nil {
 		return true, fmt.Errorf("compact vc.db: %w", err)
 	}
-	return true, syncDir(filepath.Dir(path))
+	return true, files.SyncDir(filepath.Dir(path))
 }
 
 // dbUse returns db's high-water mark and the bytes its buckets' pages
@@ -195,5 +197,5 @@ func finishCompaction(path string) error {
 	if err := os.Remove(ready); err != nil {
 		return fmt.Errorf("finish compacting vc.db: %w", err)
 	}
-	return syncDir(filepath.Dir(path))
+	return files.SyncDir(filepath.Dir(path))
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
 	bolt "go.etcd.io/bbolt"
 )
@@ -141,7 +142,7 @@ func withObjectTags(t *testing.T, dir, conv string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return fmt.Appendf(nil, "%08x %s\n", crc32.Checksum(body, castagnoli), body), len(objs)
+		return fmt.Appendf(nil, "%08x %s\n", crc32.Checksum(body, masterlog.Castagnoli), body), len(objs)
 	})
 }
 
@@ -170,7 +171,7 @@ func withStringTags(t *testing.T, dir, conv string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return fmt.Appendf(nil, "%08x %s\n", crc32.Checksum(body, castagnoli), body), 1
+		return fmt.Appendf(nil, "%08x %s\n", crc32.Checksum(body, masterlog.Castagnoli), body), 1
 	})
 }
 
@@ -205,7 +206,7 @@ func TestTagVocab(t *testing.T) {
 		`{"kind":"tags","at":"2026-01-01T00:00:00Z","vocab":["a"],"turns":[[1,"aa",[-1]]]}`,
 		`{"kind":"tags","at":"2026-01-01T00:00:00Z","vocab":["a"],"turns":[[1,"aa",[0.5]]]}`,
 	} {
-		framed := fmt.Appendf(nil, "%08x %s", crc32.Checksum([]byte(bad), castagnoli), bad)
+		framed := fmt.Appendf(nil, "%08x %s", crc32.Checksum([]byte(bad), masterlog.Castagnoli), bad)
 		if _, ok := decodeDecision(framed); ok {
 			t.Errorf("%s decoded; want it refused", bad)
 		}
@@ -336,7 +337,7 @@ func TestDocumentedRecordsVerify(t *testing.T) {
 		if !bytes.HasPrefix(line, []byte("[4,")) {
 			continue
 		}
-		r, err := decodeRecord(line)
+		r, err := masterlog.Decode(line)
 		if err != nil {
 			t.Errorf("documented record %s: %v", line, err)
 			continue

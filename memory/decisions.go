@@ -20,6 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vc-mcp/vc-mcp/internal/files"
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
 	bolt "go.etcd.io/bbolt"
 )
@@ -246,7 +248,7 @@ func (s *Store) decisionsPath(id string) string {
 // openDecisionLog opens (creating) a decisions file for appending. A torn
 // last line is cut; damaged complete lines stay where they are.
 func openDecisionLog(path string) (*decisionLog, error) {
-	f, err := openAppendOnly(path, "decisions log")
+	f, err := files.OpenAppendOnly(path, "decisions log")
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +267,7 @@ func encodeDecision(d decision) ([]byte, error) {
 		return nil, fmt.Errorf("encode decision: %w", err)
 	}
 	line := make([]byte, 0, len(body)+10)
-	line = fmt.Appendf(line, "%08x ", crc32.Checksum(body, castagnoli))
+	line = fmt.Appendf(line, "%08x ", crc32.Checksum(body, masterlog.Castagnoli))
 	line = append(line, body...)
 	return append(line, '\n'), nil
 }
@@ -279,7 +281,7 @@ func (l *decisionLog) append(d decision, sync bool) (int64, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, err := writeAt(l.f, line, l.end); err != nil {
+	if _, err := files.WriteAt(l.f, line, l.end); err != nil {
 		return 0, fmt.Errorf("append to decisions log: %w", err)
 	}
 	end := l.end + int64(len(line))
@@ -368,7 +370,7 @@ func decodeDecision(line []byte) (decision, bool) {
 	}
 	body := line[9:]
 	want := uint32(sum[0])<<24 | uint32(sum[1])<<16 | uint32(sum[2])<<8 | uint32(sum[3])
-	if crc32.Checksum(body, castagnoli) != want {
+	if crc32.Checksum(body, masterlog.Castagnoli) != want {
 		return d, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -488,7 +490,7 @@ func (s *Store) decisionsBehind(id string, m convMeta) bool {
 
 // replayedTags returns the recorded tags of recs and the indexes of the
 // records that have none (written before the log existed, or lost).
-func (r *decisionReplay) replayedTags(recs []logRecord) ([]turnTags, []int) {
+func (r *decisionReplay) replayedTags(recs []masterlog.Record) ([]turnTags, []int) {
 	out := make([]turnTags, len(recs))
 	var missing []int
 	for i, rec := range recs {
@@ -506,7 +508,7 @@ func (r *decisionReplay) replayedTags(recs []logRecord) ([]turnTags, []int) {
 // recorded ones, and the configured tagger's for records that have none.
 // It returns the indexes of the records tagged here (their decisions must
 // be recorded). c.mu is held for writing.
-func (s *Store) tagsForReplay(ctx context.Context, c *conv, recs []logRecord) ([]tagging.Result, []int) {
+func (s *Store) tagsForReplay(ctx context.Context, c *conv, recs []masterlog.Record) ([]tagging.Result, []int) {
 	out := make([]tagging.Result, len(recs))
 	missing := make([]int, len(recs))
 	for i := range missing {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
 )
@@ -338,7 +339,7 @@ func withFullTagHashes(t *testing.T, dir, conv string) {
 	}
 	full := map[int]string{}
 	for _, line := range bytes.Split(bytes.TrimSpace(logData), []byte("\n")) {
-		rec, err := decodeRecord(line)
+		rec, err := masterlog.Decode(line)
 		if err != nil {
 			t.Fatal(err)
 		}

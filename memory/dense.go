@@ -243,7 +243,7 @@ func (s *Store) embedPending(ctx context.Context, c *conv) (int, error) {
 		if t.Empty || c.vecs.has[seq] || c.vecFailed[seq] {
 			continue
 		}
-		rec, err := c.log.read(t.Start, t.End)
+		rec, err := c.log.Read(t.Start, t.End)
 		if err != nil {
 			c.mu.RUnlock()
 			return 0, err

@@ -63,41 +63,14 @@
 // change anything fail with ErrReadOnly; the directory is never opened for
 // writing.
 //
-// # Master log format
+// # Master log
 //
-// logs/<file>.jsonl holds one record per line: a JSON value, then '\n'.
-// Since format version 4 (this one) a record is a JSON array whose last
-// element is its checksum:
-//
-//	[4,7,"user","Ana","yes","2024-03-01T09:00:00Z","2026-11-24T02:29:58.457Z","1c291ca3"]
-//
-// The elements are: the version (4), seq, role, name ("" for none),
-// content, ts (when the message was said, as the client gave it, or null),
-// at (when vc-mcp stored it, to the millisecond), then, only when the
-// record has any, an object of its rarer members under their version 3
-// names (id, raw, tool_calls, tool_call_id, tool_use, tool_result, hash,
-// forgotten), and last the checksum: the CRC-32C (Castagnoli), as 8
-// lower-case hex digits in a string, of the line with that last element
-// (`,"xxxxxxxx"`) removed, so of the bytes from `[4,` to `]`. Member names
-// and the stored time's nanoseconds were two fifths of a short turn's
-// version 3 line. The message's hash is left out when the record's own
-// fields give it (they do unless the turn is a forgotten placeholder or its
-// text changed after hashing), and reading computes it.
-//
-// Older lines are read as they were, and a log may hold several versions
-// (new records follow old ones in the same file): version 3 and 2 lines
-// are JSON objects ending in their checksum member,
-//
-//	{"v":3,"seq":7,"role":"user","content":"yes","at":"...","crc":"1c291ca3"}
-//
-// where crc is over the line with `,"crc":"xxxxxxxx"` removed; version 2
-// lines always hold "hash"; lines with "v":1 and no crc (logs written
-// before checksums) are verified only as JSON.
-//
-// The log stays greppable and each record is verifiable on its own (the
-// LevelDB/etcd-wal rule). seq numbers the conversation's turns from 1
-// (turn id "t"+seq). content is the message text byte for byte; raw holds
-// non-string content as sent; id is the client's message id, when given.
+// logs/<file>.jsonl is a conversation's master log: one record per line
+// (since format version 4 a JSON array ending in its CRC-32C, older
+// versions still read), each verifiable on its own; seq numbers the
+// conversation's turns from 1 (turn id "t"+seq). Package memory/masterlog
+// reads and writes it, and its package comment describes the format, how
+// a damaged line or a torn tail is found, and how records are appended.
 //
 // A forgotten message (Forget, tag TTL) is rewritten in place as a
 // placeholder with the same seq, no text and "forgotten":true; its hash is
@@ -106,25 +79,17 @@
 // rewrite of either log; the decisions log then holds a "forget" tombstone
 // (turn numbers, hashes, reason, time; never text). See forget.go.
 //
-// Reading a log:
-//   - a complete line that fails verification is damaged: it is reported
-//     (slog Warn; Status.Totals.DamagedRecords), copied to
-//     quarantine/<file>.jsonl (offset, reason, the bytes), left in place and
-//     skipped. Records after it are kept; inside a damaged line the reader
-//     resynchronises at a later record that verifies. A stored turn whose
-//     record is damaged or missing stays as a placeholder: its id is never
-//     reused.
-//   - only an unterminated last line is a torn tail (a crash during an
-//     append that was never acknowledged). It is copied to quarantine and
-//     cut.
-//
-// Writing: records are written at the committed end of the log (an
-// explicit offset, not O_APPEND), then the file is fsync'd, and a new file's
-// directory too. Every time a conversation is loaded its whole log is
-// verified against the store: a log that is shorter than what was committed
-// (cut outside vc-mcp) is repaired to its last complete record before
-// anything is appended, so an append never lands behind a hole, and records
-// whose bytes moved are found at their new place.
+// Loading a log: every time a conversation is loaded its whole log is
+// verified against the store.
+//   - a damaged line is reported (slog Warn; Status.Totals.DamagedRecords),
+//     copied to quarantine/<file>.jsonl (offset, reason, the bytes), left
+//     in place and skipped; the records after it are kept. A stored turn
+//     whose record is damaged or missing stays as a placeholder: its id is
+//     never reused.
+//   - a torn tail is copied to quarantine and cut.
+//   - a log that is shorter than what was committed (cut outside vc-mcp) is
+//     repaired to its last complete record before anything is appended, and
+//     records whose bytes moved are found at their new place.
 //
 // Idempotency: Ingest lines a batch up against the end of the stored
 // conversation (the longest run of stored turns that equals the start of

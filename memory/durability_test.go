@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vc-mcp/vc-mcp/internal/files"
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 )
 
 // crash drops a store without Close, as a kill -9 would: nothing it holds
@@ -41,7 +44,7 @@ func readable(t *testing.T, s *Store, id string) map[int]string {
 		if tm.Damaged {
 			continue
 		}
-		rec, err := c.log.read(tm.Start, tm.End)
+		rec, err := c.log.Read(tm.Start, tm.End)
 		if err != nil {
 			t.Fatalf("turn %d is not marked damaged but does not read: %v", tm.Seq, err)
 		}
@@ -264,7 +267,7 @@ func TestLegacyLogStillReads(t *testing.T) {
 	for i, m := range chat(6, t0) {
 		in := mustNorm(t, m)
 		r := recordFrom(i+1, in, t0)
-		r.V = logVersionLegacy
+		r.V = masterlog.VersionLegacy
 		line, err := json.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
@@ -299,8 +302,8 @@ func TestDiskFullSaysWhatToDo(t *testing.T) {
 	dir := t.TempDir()
 	s := openTest(t, Options{Dir: dir})
 	ingest(t, s, "c", chat(10, t0))
-	logWriteHook = func(string) error { return syscall.ENOSPC }
-	t.Cleanup(func() { logWriteHook = nil })
+	files.WriteHook = func(string) error { return syscall.ENOSPC }
+	t.Cleanup(func() { files.WriteHook = nil })
 	_, err := s.Ingest(context.Background(), IngestRequest{ConversationID: "c", Messages: []Message{msg("user", "Ana", "lost to a full disk", t0.Add(time.Hour))}})
 	if !errors.Is(err, ErrStorage) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Ingest on a full disk: %v, want ErrStorage wrapping ENOSPC", err)
@@ -317,7 +320,7 @@ func TestDiskFullSaysWhatToDo(t *testing.T) {
 	if err != nil || len(fq.Quotes) == 0 {
 		t.Fatalf("FindQuote on a full disk: %v %v", err, fq.Quotes)
 	}
-	logWriteHook = nil
+	files.WriteHook = nil
 	res := ingest(t, s, "c", []Message{msg("user", "Ana", "space is back", t0.Add(2*time.Hour))})
 	if fmt.Sprint(res.TurnIDs) != "[t11]" {
 		t.Fatalf("turn ids after the disk full: %v, want [t11]", res.TurnIDs)

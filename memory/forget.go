@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vc-mcp/vc-mcp/internal/files"
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
 	bolt "go.etcd.io/bbolt"
 )
@@ -121,7 +123,7 @@ func (s *Store) Forget(ctx context.Context, req ForgetRequest) (ForgetResult, er
 	if req.DryRun || len(seqs) == 0 {
 		return res, nil
 	}
-	edits := make(map[int]*logRecord, len(seqs))
+	edits := make(map[int]*masterlog.Record, len(seqs))
 	for _, seq := range seqs {
 		edits[seq] = nil
 	}
@@ -184,9 +186,9 @@ func (s *Store) selectForget(c *conv, req ForgetRequest, ids map[int]bool) ([]in
 			if t.Empty {
 				continue
 			}
-			rec, err := c.log.read(t.Start, t.End)
+			rec, err := c.log.Read(t.Start, t.End)
 			if err != nil {
-				if errors.Is(err, errDamaged) {
+				if errors.Is(err, masterlog.ErrDamaged) {
 					continue
 				}
 				return nil, err
@@ -214,7 +216,7 @@ type rewriteOutcome struct {
 // summaries made again (resummarise, no lock held), then the logs
 // rewritten and the state rebuilt (commitRewrite, under the writers'
 // lock). c.compactMu is held; c.mu is not.
-func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*logRecord, reason string) (rewriteOutcome, error) {
+func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*masterlog.Record, reason string) (rewriteOutcome, error) {
 	p, err := s.planRewrite(c, edits)
 	if err != nil {
 		return rewriteOutcome{}, err
@@ -252,7 +254,7 @@ type rewritePlan struct {
 
 // planRewrite lists what the edits touch: the segments and topics whose
 // summaries hold text of edited turns, with the text they keep.
-func (s *Store) planRewrite(c *conv, edits map[int]*logRecord) (rewritePlan, error) {
+func (s *Store) planRewrite(c *conv, edits map[int]*masterlog.Record) (rewritePlan, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	p := rewritePlan{all: make([]*segmentRec, len(c.segs)), affectedSegs: map[int]bool{}, affectedTags: map[string]bool{}, hadRollup: map[string]bool{}}
@@ -283,7 +285,7 @@ func (s *Store) planRewrite(c *conv, edits map[int]*logRecord) (rewritePlan, err
 			if edited {
 				text = edit.Content
 			} else {
-				rec, err := c.log.read(t.Start, t.End)
+				rec, err := c.log.Read(t.Start, t.End)
 				if err != nil {
 					return p, err
 				}
@@ -371,10 +373,10 @@ func (s *Store) resummarise(ctx context.Context, c *conv, p *rewritePlan) error 
 // commitRewrite rewrites the logs and rebuilds the derived state, holding
 // the writers' lock; readers wait only for the rebuilt state to be put in
 // place (rewriteLock).
-func (s *Store) commitRewrite(ctx context.Context, c *conv, edits map[int]*logRecord, reason string, p *rewritePlan) error {
+func (s *Store) commitRewrite(ctx context.Context, c *conv, edits map[int]*masterlog.Record, reason string, p *rewritePlan) error {
 	rl, unlock := lockRewrite(c)
 	defer unlock()
-	if size, err := c.log.size(); err != nil || size != c.meta.LogSize {
+	if size, err := c.log.Size(); err != nil || size != c.meta.LogSize {
 		rl.lock()
 		err := s.reconcileLog(ctx, c)
 		rl.unlock()
@@ -384,7 +386,7 @@ func (s *Store) commitRewrite(ctx context.Context, c *conv, edits map[int]*logRe
 	}
 	tomb := &forgetRec{Reason: reason, Dropped: p.dropped}
 	var oldTexts []string // what the turns' vectors were computed from
-	recs := make(map[int]logRecord, len(edits))
+	recs := make(map[int]masterlog.Record, len(edits))
 	seqs := make([]int, 0, len(edits))
 	for seq := range edits {
 		seqs = append(seqs, seq)
@@ -395,7 +397,7 @@ func (s *Store) commitRewrite(ctx context.Context, c *conv, edits map[int]*logRe
 		if t == nil || t.Damaged {
 			return fmt.Errorf("%w: turn %s of %q cannot be rewritten (missing or damaged)", ErrInvalid, turnID(seq), c.id)
 		}
-		old, err := c.log.read(t.Start, t.End)
+		old, err := c.log.Read(t.Start, t.End)
 		if err != nil {
 			return err
 		}
@@ -412,7 +414,7 @@ func (s *Store) commitRewrite(ctx context.Context, c *conv, edits map[int]*logRe
 			tomb.Redacted = append(tomb.Redacted, forgotTurn{Seq: seq, Hash: old.Hash})
 			continue
 		}
-		recs[seq] = logRecord{Seq: seq, ID: old.ID, Role: old.Role, Name: old.Name, Timestamp: old.Timestamp,
+		recs[seq] = masterlog.Record{Seq: seq, ID: old.ID, Role: old.Role, Name: old.Name, Timestamp: old.Timestamp,
 			At: old.At, Hash: old.Hash, ToolUse: old.ToolUse, ToolResult: old.ToolResult, Forgotten: true}
 		tomb.Turns = append(tomb.Turns, forgotTurn{Seq: seq, Hash: old.Hash})
 	}
@@ -503,7 +505,7 @@ const replaceOpenFiles = runtime.GOOS != "windows"
 // rewrittenLog is a conversation's master log after a rewrite: the new
 // file's log and its size.
 type rewrittenLog struct {
-	log  *masterLog
+	log  *masterlog.Log
 	size int64
 }
 
@@ -512,7 +514,7 @@ type rewrittenLog struct {
 // ascending; nil edits are forgotten turns), puts it in place, removes
 // from the index what nothing regenerates, and tells subscribers.
 // c.compactMu and c.wmu are held, and c.mu as rl says.
-func (s *Store) afterRewrite(ctx context.Context, c *conv, nlog rewrittenLog, rl rewriteLock, edits map[int]*logRecord, seqs []int, affectedTags, gone map[string]bool) error {
+func (s *Store) afterRewrite(ctx context.Context, c *conv, nlog rewrittenLog, rl rewriteLock, edits map[int]*masterlog.Record, seqs []int, affectedTags, gone map[string]bool) error {
 	oldTags := make(map[string]bool, len(c.vocab))
 	for t := range c.vocab {
 		oldTags[t] = true
@@ -612,11 +614,11 @@ func useLog(s *Store, c *conv, nlog rewrittenLog, rl rewriteLock) {
 
 // releaseOld closes a master log replaced by a rewrite, once the reads in
 // flight on it are done.
-func releaseOld(s *Store, c *conv, old *masterLog) {
+func releaseOld(s *Store, c *conv, old *masterlog.Log) {
 	if old == c.log {
 		return
 	}
-	if err := old.release(); err != nil {
+	if err := old.Release(); err != nil {
 		s.log.Warn("closing the replaced master log failed", "conversation", c.id, "err", err)
 	}
 }
@@ -626,8 +628,8 @@ func releaseOld(s *Store, c *conv, old *masterLog) {
 // stretches included), and swaps the new file in atomically. With rl.whole
 // the log is replaced in place; otherwise c.log keeps the old file open
 // for readers and the new one is returned.
-func (s *Store) rewriteMasterLog(c *conv, recs map[int]logRecord, rl rewriteLock) (rewrittenLog, error) {
-	f, err := os.Open(c.log.path)
+func (s *Store) rewriteMasterLog(c *conv, recs map[int]masterlog.Record, rl rewriteLock) (rewrittenLog, error) {
+	f, err := os.Open(c.log.Path())
 	if err != nil {
 		return rewrittenLog{}, fmt.Errorf("open master log: %w", err)
 	}
@@ -635,7 +637,7 @@ func (s *Store) rewriteMasterLog(c *conv, recs map[int]logRecord, rl rewriteLock
 	_, err = f.ReadAt(data, 0)
 	_ = f.Close()
 	if err != nil {
-		return rewrittenLog{}, fmt.Errorf("read master log %s: %w", c.log.path, err)
+		return rewrittenLog{}, fmt.Errorf("read master log %s: %w", c.log.Path(), err)
 	}
 	type repl struct {
 		start, end int64
@@ -643,13 +645,13 @@ func (s *Store) rewriteMasterLog(c *conv, recs map[int]logRecord, rl rewriteLock
 	}
 	var repls []repl
 	done := map[int]bool{}
-	if _, err := scanLog(bytes.NewReader(data), 0, func(fr frame) error {
+	if _, err := masterlog.Scan(bytes.NewReader(data), 0, func(fr masterlog.Frame) error {
 		r, ok := recs[fr.Seq]
 		if !ok || done[fr.Seq] {
 			return nil
 		}
 		done[fr.Seq] = true
-		line, err := encodeRecord(r)
+		line, err := masterlog.Encode(r)
 		if err != nil {
 			return err
 		}
@@ -659,7 +661,7 @@ func (s *Store) rewriteMasterLog(c *conv, recs map[int]logRecord, rl rewriteLock
 		return rewrittenLog{}, err
 	}
 	if len(done) != len(recs) {
-		return rewrittenLog{}, fmt.Errorf("master log %s: %d of %d records to rewrite not found", c.log.path, len(recs)-len(done), len(recs))
+		return rewrittenLog{}, fmt.Errorf("master log %s: %d of %d records to rewrite not found", c.log.Path(), len(recs)-len(done), len(recs))
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(data))
@@ -672,68 +674,26 @@ func (s *Store) rewriteMasterLog(c *conv, recs map[int]logRecord, rl rewriteLock
 	buf.Write(data[off:])
 	size := int64(buf.Len())
 	if rl.whole {
-		if err := c.log.replace(buf.Bytes()); err != nil {
+		if err := c.log.Replace(buf.Bytes(), atomicWrite); err != nil {
 			return rewrittenLog{}, err
 		}
 		c.meta.LogSize = size
 		return rewrittenLog{c.log, size}, nil
 	}
-	n, err := c.log.successor(buf.Bytes())
+	n, err := c.log.Successor(buf.Bytes(), atomicWrite)
 	if err != nil {
 		// The new file may be in place: nothing reads the old one on (the
 		// next writer finds the size it did not commit and reconciles).
-		return rewrittenLog{}, errors.Join(err, c.log.release())
+		return rewrittenLog{}, errors.Join(err, c.log.Release())
 	}
 	return rewrittenLog{n, size}, nil
-}
-
-// successor writes data as the log's new file, atomically (temporary
-// file, fsync, rename, fsync of the directory), and returns it as a new
-// masterLog. l keeps its handle on the old file, for the readers still on
-// it, until it is released (not on Windows: see replaceOpenFiles).
-func (l *masterLog) successor(data []byte) (*masterLog, error) {
-	if err := atomicWrite(l.path, data); err != nil {
-		return nil, err
-	}
-	if err := syncDir(filepath.Dir(l.path)); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(l.path, os.O_RDWR, 0)
-	if err != nil {
-		return nil, fmt.Errorf("reopen master log: %w", err)
-	}
-	return &masterLog{path: l.path, f: f}, nil
-}
-
-// replace swaps the log's file for data, atomically (temporary file,
-// fsync, rename, fsync of the directory), and reopens it.
-func (l *masterLog) replace(data []byte) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	had := l.f != nil
-	if had { // Windows cannot rename over an open file
-		_ = l.f.Close()
-		l.f = nil
-	}
-	err := atomicWrite(l.path, data)
-	if err == nil {
-		err = syncDir(filepath.Dir(l.path))
-	}
-	if had {
-		f, oerr := os.OpenFile(l.path, os.O_RDWR, 0)
-		if oerr != nil {
-			return errors.Join(err, fmt.Errorf("reopen master log: %w", oerr))
-		}
-		l.f = f
-	}
-	return err
 }
 
 // rewriteDecisions rewrites c's decisions log without anything drawn from
 // the edited turns (their tags, the text of the affected segments' and
 // topics' summaries), then appends the tombstone dec, atomically. c.mu is
 // held for writing.
-func (s *Store) rewriteDecisions(c *conv, edits map[int]*logRecord, sc scrubSet, dec decision) error {
+func (s *Store) rewriteDecisions(c *conv, edits map[int]*masterlog.Record, sc scrubSet, dec decision) error {
 	if c.dlog != nil {
 		if err := c.dlog.close(); err != nil {
 			return err
@@ -769,7 +729,7 @@ func (s *Store) rewriteDecisions(c *conv, edits map[int]*logRecord, sc scrubSet,
 	if err := atomicWrite(path, buf.Bytes()); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return files.SyncDir(filepath.Dir(path))
 }
 
 // scrubSet is what a rewrite takes out of old decisions: the text of the
@@ -780,7 +740,7 @@ type scrubSet struct {
 }
 
 // scrubDecision removes from one decision what the edited turns gave it.
-func scrubDecision(d *decision, edits map[int]*logRecord, sc scrubSet) {
+func scrubDecision(d *decision, edits map[int]*masterlog.Record, sc scrubSet) {
 	segs, tags, gone := sc.segs, sc.tags, sc.gone
 	keepTags := func(list []string) []string {
 		out := list[:0:0]
@@ -912,7 +872,7 @@ func scrubDecision(d *decision, edits map[int]*logRecord, sc scrubSet) {
 // new conv, which it returns. c.wmu is held; c itself is not changed, and
 // readers do not read its bbolt entries (a loaded conversation is read
 // from memory).
-func (s *Store) rebuildConv(ctx context.Context, c *conv, log *masterLog, edits map[int]*logRecord) (*conv, error) {
+func (s *Store) rebuildConv(ctx context.Context, c *conv, log *masterlog.Log, edits map[int]*masterlog.Record) (*conv, error) {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		name := convBucketName(c.id)
 		var keep [][2][]byte
@@ -1036,7 +996,7 @@ func compactDB(path string) error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("compact %s: %w", path, err)
 	}
-	return syncDir(filepath.Dir(path))
+	return files.SyncDir(filepath.Dir(path))
 }
 
 // scrubRequests takes conversation id's gone topics and forgotten turns
@@ -1190,7 +1150,7 @@ func (s *Store) scrubHistory(hist, of string, gone, forgot map[string]bool) erro
 
 // goneTopics returns the topics of c that only forgotten turns carry (a
 // nil edit is a forgotten turn): they vanish with them, names included.
-func (c *conv) goneTopics(edits map[int]*logRecord) map[string]bool {
+func (c *conv) goneTopics(edits map[int]*masterlog.Record) map[string]bool {
 	gone := map[string]bool{}
 	for tag, list := range c.tagSeqs {
 		all := len(list) > 0

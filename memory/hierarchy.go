@@ -222,7 +222,7 @@ func (s *Store) assembleHierarchy(c *conv, budget int) assembly {
 					parts.sums = append(parts.sums, seq)
 					continue
 				}
-				content, err := c.log.readContent(t.Start, t.End)
+				content, err := c.log.ReadContent(t.Start, t.End)
 				if err != nil {
 					continue
 				}
@@ -235,7 +235,7 @@ func (s *Store) assembleHierarchy(c *conv, budget int) assembly {
 			last := ""
 			for _, seq := range p.whole {
 				t := c.turn(seq)
-				content, err := c.log.readContent(t.Start, t.End)
+				content, err := c.log.ReadContent(t.Start, t.End)
 				if err != nil {
 					continue
 				}

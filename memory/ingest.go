@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vc-mcp/vc-mcp/index"
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
 	bolt "go.etcd.io/bbolt"
 )
@@ -62,7 +63,7 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 	c.wmu.Lock()
 	// The log changed under us (cut short, or records a failed commit left
 	// behind): repair before deciding what is new and where it goes.
-	if size, err := c.log.size(); err != nil || size != c.meta.LogSize {
+	if size, err := c.log.Size(); err != nil || size != c.meta.LogSize {
 		c.mu.Lock()
 		err := s.reconcileLog(ctx, c)
 		c.mu.Unlock()
@@ -80,11 +81,11 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 	res.Duplicates = len(inputs) - len(fresh)
 	if len(fresh) > 0 {
 		now := s.now().UTC()
-		recs := make([]logRecord, len(fresh))
+		recs := make([]masterlog.Record, len(fresh))
 		for i, in := range fresh {
 			recs[i] = recordFrom(len(c.turns)+i+1, in, now)
 		}
-		ranges, err := c.log.appendRecords(c.meta.LogSize, recs)
+		ranges, err := c.log.Append(c.meta.LogSize, recs)
 		if err != nil {
 			c.wmu.Unlock()
 			return res, s.storageError(err, "nothing was stored")
@@ -295,7 +296,7 @@ func (s *Store) tagSnapshot(c *conv, batch int) tagSnapshot {
 	// for a live exchange, not for a bulk import.
 	snap.gate = batch <= bleedBatchMax && s.embedderReady()
 	if prev := c.turn(len(c.turns)); snap.gate && prev != nil && !prev.Empty {
-		if r, err := c.log.read(prev.Start, prev.End); err == nil {
+		if r, err := c.log.Read(prev.Start, prev.End); err == nil {
 			snap.prevText = r.Content
 		}
 	}
@@ -348,6 +349,21 @@ const (
 	heldBoth               // c.wmu and c.mu (c.lock)
 )
 
+// recordFrom is the master log record of input t, stored as turn seq at at
+// (kept to the millisecond).
+func recordFrom(seq int, t turnInput, at time.Time) masterlog.Record {
+	r := masterlog.Record{
+		V: masterlog.Version, Seq: seq, ID: t.ID, Role: t.Role, Name: t.Name, Content: t.Text, Raw: t.Raw,
+		ToolCalls: t.ToolCalls, ToolCallID: t.ToolCallID, ToolUse: t.ToolUse, ToolResult: t.ToolResult,
+		At: at.UTC().Truncate(time.Millisecond), Hash: hex.EncodeToString(t.Hash[:]),
+	}
+	if t.HasTime {
+		ts := t.Timestamp
+		r.Timestamp = &ts
+	}
+	return r
+}
+
 // applyRecords derives and commits the store entries of records already in
 // the master log (bytes up to logEnd), indexes them, and puts them in the
 // in-memory state: the index holds them before a recall can rank them, so
@@ -355,7 +371,7 @@ const (
 // records' tags, or nil to tag them here (replaying a log at open). The
 // caller holds c's writer lock, and mu too if locks says so; with the
 // writer lock alone, mu is taken only for the in-memory part.
-func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ranges [][2]int64, logEnd int64, tagged []tagging.Result, locks held) error {
+func (s *Store) applyRecords(ctx context.Context, c *conv, recs []masterlog.Record, ranges [][2]int64, logEnd int64, tagged []tagging.Result, locks held) error {
 	var retagged []int // records whose tags are new decisions; nil = all
 	if tagged == nil {
 		tagged, retagged = s.tagsForReplay(ctx, c, recs)
@@ -369,7 +385,7 @@ func (s *Store) applyRecords(ctx context.Context, c *conv, recs []logRecord, ran
 		prevSession, prevWhen = prev.Session, prev.When
 	}
 	for i, rec := range recs {
-		when := rec.when().UTC()
+		when := rec.When().UTC()
 		m := turnMeta{
 			Seq: rec.Seq, Role: rec.Role, Name: rec.Name, When: when,
 			Start: ranges[i][0], End: ranges[i][1], Hash: rec.Hash, ID: rec.ID,
@@ -467,7 +483,7 @@ const indexBatch = 1000
 
 // turnDocs are the full-text index documents of turns about to be put in
 // place, from their records.
-func turnDocs(convID string, metas []turnMeta, recs []logRecord) []index.Doc {
+func turnDocs(convID string, metas []turnMeta, recs []masterlog.Record) []index.Doc {
 	docs := make([]index.Doc, 0, len(metas))
 	for i := range metas {
 		if m := &metas[i]; !m.Empty {
@@ -506,8 +522,8 @@ func (s *Store) indexTurns(ctx context.Context, c *conv, first, last int, locks 
 			if t == nil || t.Empty {
 				continue
 			}
-			rec, err := c.log.read(t.Start, t.End)
-			if errors.Is(err, errDamaged) {
+			rec, err := c.log.Read(t.Start, t.End)
+			if errors.Is(err, masterlog.ErrDamaged) {
 				// Found damaged since it was verified: serve the rest.
 				s.log.Warn("master log: damaged record not indexed", "conversation", c.id, "turn", turnID(seq), "err", err)
 				continue

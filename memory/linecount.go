@@ -117,7 +117,7 @@ func (s *Store) warmRequests(c *conv) {
 func (s *Store) warmLines(ctx context.Context, c *conv) {
 	for from := 1; ctx.Err() == nil; from += warmChunk {
 		c.mu.RLock()
-		if from > len(c.turns) || !c.log.isOpen() {
+		if from > len(c.turns) || !c.log.IsOpen() {
 			c.mu.RUnlock()
 			return
 		}
@@ -129,7 +129,7 @@ func (s *Store) warmLines(ctx context.Context, c *conv) {
 			if _, ok := c.cachedLine(t); ok {
 				continue
 			}
-			content, err := c.log.readContent(t.Start, t.End)
+			content, err := c.log.ReadContent(t.Start, t.End)
 			if err != nil {
 				continue // damaged: a recall reports it if it needs the turn
 			}

@@ -46,7 +46,7 @@ func TestLineCountCache(t *testing.T) {
 		if !ok {
 			t.Fatalf("turn %d: no line count after ingest", tm.Seq)
 		}
-		content, err := c.log.readContent(tm.Start, tm.End)
+		content, err := c.log.ReadContent(tm.Start, tm.End)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +140,7 @@ func TestLineWarmerCountsLoadedTurns(t *testing.T) {
 				missing++
 				continue
 			}
-			content, err := c.log.readContent(tm.Start, tm.End)
+			content, err := c.log.ReadContent(tm.Start, tm.End)
 			if err != nil {
 				c.mu.RUnlock()
 				t.Fatal(err)

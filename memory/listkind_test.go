@@ -159,7 +159,7 @@ func melanieRank(t *testing.T, keys []rkey, want string) int {
 		if tu.Name != "Melanie" {
 			continue
 		}
-		rec, err := k.c.log.read(tu.Start, tu.End)
+		rec, err := k.c.log.Read(tu.Start, tu.End)
 		if err != nil {
 			t.Fatal(err)
 		}

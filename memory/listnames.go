@@ -52,7 +52,7 @@ func (r *ranker) names(pool *board) signal {
 			continue
 		}
 		scanned++
-		content, err := k.c.log.readContent(t.Start, t.End)
+		content, err := k.c.log.ReadContent(t.Start, t.End)
 		if err != nil {
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
 )
 
@@ -325,14 +326,14 @@ func TestRecoverFromCrashTail(t *testing.T) {
 	// Simulate a crash: the store never learns of two appended lines, and a
 	// third was torn mid-write.
 	c, _ := s.conversation(context.Background(), "c", false)
-	extra := []logRecord{
+	extra := []masterlog.Record{
 		recordFrom(9, mustNorm(t, msg("user", "Ana", "crash-survivor alpha", t0.Add(time.Hour))), t0),
 		recordFrom(10, mustNorm(t, msg("user", "Ana", "crash-survivor beta", t0.Add(time.Hour+time.Minute))), t0),
 	}
-	if _, err := c.log.appendRecords(c.meta.LogSize, extra); err != nil {
+	if _, err := c.log.Append(c.meta.LogSize, extra); err != nil {
 		t.Fatal(err)
 	}
-	path := c.log.path
+	path := c.log.Path()
 	s.db.Close() // drop without committing anything else (simulated kill)
 	s.closed.Store(true)
 	_ = s.ix.Close()

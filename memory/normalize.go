@@ -2,14 +2,14 @@ package memory
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 )
 
 const (
@@ -262,23 +262,14 @@ func compactJSON(raw json.RawMessage) json.RawMessage {
 
 // messageHash identifies a message for aligning a batch with what is
 // stored: role, name, content (without surrounding white space, as stored
-// before content was kept verbatim) and timestamp.
+// before content was kept verbatim) and timestamp. It is the hash of the
+// master log record that holds the message (masterlog.Record.MessageHash).
 func messageHash(t turnInput) [32]byte {
-	ts := ""
+	r := masterlog.Record{Role: t.Role, Name: t.Name, Content: t.Text, Raw: t.Raw, ToolCalls: t.ToolCalls, ToolCallID: t.ToolCallID}
 	if t.HasTime {
-		ts = t.Timestamp.Format(time.RFC3339Nano)
+		r.Timestamp = &t.Timestamp
 	}
-	text := strings.TrimSpace(t.Text)
-	// Each part as "<len>:<part>|", built without fmt: master log format 3
-	// hashes every record it reads back.
-	buf := make([]byte, 0, 64+len(t.Role)+len(t.Name)+len(text)+len(t.Raw)+len(t.ToolCalls)+len(t.ToolCallID)+len(ts))
-	for _, part := range [...]string{t.Role, t.Name, text, string(t.Raw), string(t.ToolCalls), t.ToolCallID, ts} {
-		buf = strconv.AppendInt(buf, int64(len(part)), 10)
-		buf = append(buf, ':')
-		buf = append(buf, part...)
-		buf = append(buf, '|')
-	}
-	return sha256.Sum256(buf)
+	return r.MessageHash()
 }
 
 func validUTF8Suffix(s string) bool {

@@ -116,7 +116,7 @@ func (s *Store) writeTurns(c *conv, tag string, from, budget, used int, b *strin
 	seqs := topicSeqs(c, tag, from, len(c.turns))
 	for i, seq := range seqs {
 		t := c.turn(seq)
-		rec, err := c.log.read(t.Start, t.End)
+		rec, err := c.log.Read(t.Start, t.End)
 		if err != nil {
 			s.log.Warn("unreadable turn skipped", "conversation", c.id, "turn", seq, "err", err)
 			continue
@@ -171,7 +171,7 @@ func (s *Store) writeSpanRef(c *conv, seqs []int, budget, used int, b *strings.B
 	}
 	preview := ""
 	if t := c.turn(seqs[0]); t != nil {
-		if rec, err := c.log.read(t.Start, t.End); err == nil {
+		if rec, err := c.log.Read(t.Start, t.End); err == nil {
 			preview = s.tok.Truncate(rec.Content, previewTokens)
 		}
 	}

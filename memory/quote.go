@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/vc-mcp/vc-mcp/index"
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 )
 
 const (
@@ -88,7 +89,7 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 		// the text the turn was indexed with (read once: the index's
 		// highlighting read it already).
 		content, err := texts.content(h.ID, c, t)
-		if errors.Is(err, errDamaged) {
+		if errors.Is(err, masterlog.ErrDamaged) {
 			s.log.Warn("master log: damaged record left out of find_quote", "conversation", c.id, "turn", turnID(t.Seq), "err", err)
 			continue
 		}
@@ -99,7 +100,7 @@ func (s *Store) FindQuote(ctx context.Context, req FindQuoteRequest) (FindQuoteR
 		if excerpt == "" {
 			excerpt = clip(content, excerptChars)
 		}
-		file := s.refPath(c.log.path)
+		file := s.refPath(c.log.Path())
 		res.Quotes = append(res.Quotes, Quote{
 			TurnID: turnID(t.Seq), ConversationID: c.id, Role: t.Role, Speaker: t.Name, Timestamp: t.When,
 			Excerpt: excerpt, Tags: nonNil(t.Tags), Ref: LogRef{File: file, Start: t.Start, End: t.End},
@@ -147,7 +148,7 @@ func (x *quoteTexts) content(id string, c *conv, t *turnMeta) (string, error) {
 	if ok {
 		return content, nil
 	}
-	content, err := c.log.readContent(t.Start, t.End)
+	content, err := c.log.ReadContent(t.Start, t.End)
 	if err != nil {
 		return "", err
 	}
@@ -222,11 +223,11 @@ func (s *Store) semanticQuotes(ctx context.Context, convs []*conv, query string,
 				!req.Since.IsZero() && t.When.Before(req.Since) || !req.Until.IsZero() && t.When.After(req.Until) {
 				continue
 			}
-			content, err := c.log.readContent(t.Start, t.End)
+			content, err := c.log.ReadContent(t.Start, t.End)
 			if err != nil {
 				return out, err
 			}
-			file := s.refPath(c.log.path)
+			file := s.refPath(c.log.Path())
 			out = append(out, Quote{
 				TurnID: turnID(seq), ConversationID: c.id, Role: t.Role, Speaker: t.Name, Timestamp: t.When,
 				Excerpt: clip(content, excerptChars), Tags: nonNil(t.Tags), Ref: LogRef{File: file, Start: t.Start, End: t.End},

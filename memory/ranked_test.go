@@ -239,7 +239,7 @@ func TestPrefixTokensBoundsTheLinePrefix(t *testing.T) {
 	}
 	for _, seq := range []int{1, 2, 3, 4, 5, 6, 7, 8, 99, 100, 1005} {
 		tm := c.turn(seq)
-		content, err := c.log.readContent(tm.Start, tm.End)
+		content, err := c.log.ReadContent(tm.Start, tm.End)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -109,7 +109,7 @@ func TestRealRecallTopicalCrowd(t *testing.T) {
 	mean := st.sum / float64(st.n)
 	std := math.Sqrt(st.sumSq/float64(st.n) - mean*mean)
 	top := c.turn(seqs[0])
-	rec, err := c.log.read(top.Start, top.End)
+	rec, err := c.log.Read(top.Start, top.End)
 	c.mu.RUnlock()
 	if err != nil {
 		t.Fatal(err)

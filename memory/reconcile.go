@@ -21,7 +21,7 @@ func (s *Store) turnDoc(c *conv, seq int) (index.Doc, bool, error) {
 	if t == nil || t.Empty {
 		return index.Doc{}, false, nil
 	}
-	rec, err := c.log.read(t.Start, t.End)
+	rec, err := c.log.Read(t.Start, t.End)
 	if err != nil {
 		return index.Doc{}, false, err
 	}

@@ -15,6 +15,9 @@ import (
 	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/vc-mcp/vc-mcp/internal/files"
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 )
 
 // quarantineDir holds, per conversation, a copy of every stretch of a
@@ -33,14 +36,14 @@ type quarantined struct {
 	Base64       string    `json:"base64,omitempty"` // the bytes, when they are not
 }
 
-func quarantineKey(d logDamage) string {
+func quarantineKey(d masterlog.Damage) string {
 	sum := sha256.Sum256(d.Data)
 	return fmt.Sprintf("%d:%s", d.Start, hex.EncodeToString(sum[:8]))
 }
 
 // quarantine copies damaged log bytes to quarantine/<log file name>.jsonl
 // (fsync'd), once per offset and content, so nothing is ever only deleted.
-func (s *Store) quarantine(id string, items []logDamage) error {
+func (s *Store) quarantine(id string, items []masterlog.Damage) error {
 	if len(items) == 0 {
 		return nil
 	}
@@ -99,7 +102,7 @@ func (s *Store) quarantine(id string, items []logDamage) error {
 		return fmt.Errorf("close quarantine file %s: %w", path, err)
 	}
 	if errors.Is(statErr, os.ErrNotExist) {
-		return syncDir(dir)
+		return files.SyncDir(dir)
 	}
 	return nil
 }
@@ -137,11 +140,11 @@ func splitLines(data []byte) [][]byte {
 //
 // c.mu is held for writing, or c is not yet shared.
 func (s *Store) reconcileLog(ctx context.Context, c *conv) error {
-	size, err := c.log.size()
+	size, err := c.log.Size()
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(c.log.path)
+	f, err := os.Open(c.log.Path())
 	if err != nil {
 		return fmt.Errorf("open master log for verification: %w", err)
 	}
@@ -149,10 +152,10 @@ func (s *Store) reconcileLog(ctx context.Context, c *conv) error {
 	known := len(c.turns)
 	matched := make([]bool, known+1)
 	fixes := map[int][2]int64{}
-	var damage []logDamage
-	var fresh []frame
+	var damage []masterlog.Damage
+	var fresh []masterlog.Frame
 	last := known
-	validEnd, err := scanLog(f, 0, func(fr frame) error {
+	validEnd, err := masterlog.Scan(f, 0, func(fr masterlog.Frame) error {
 		switch {
 		case fr.Seq <= known && !matched[fr.Seq]:
 			matched[fr.Seq] = true
@@ -164,22 +167,22 @@ func (s *Store) reconcileLog(ctx context.Context, c *conv) error {
 			last = fr.Seq
 			fresh = append(fresh, fr)
 		default:
-			damage = append(damage, logDamage{Start: fr.Start, End: fr.End, Reason: fmt.Sprintf("sequence %d out of order", fr.Seq), Data: fr.line})
+			damage = append(damage, masterlog.Damage{Start: fr.Start, End: fr.End, Reason: fmt.Sprintf("sequence %d out of order", fr.Seq), Data: fr.Line})
 		}
 		return nil
-	}, func(d logDamage) error {
+	}, func(d masterlog.Damage) error {
 		damage = append(damage, d)
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("verify master log %s: %w", c.log.path, err)
+		return fmt.Errorf("verify master log %s: %w", c.log.Path(), err)
 	}
 	if validEnd < size {
 		tail := make([]byte, size-validEnd)
 		if _, err := f.ReadAt(tail, validEnd); err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("read torn tail of %s: %w", c.log.path, err)
+			return fmt.Errorf("read torn tail of %s: %w", c.log.Path(), err)
 		}
-		damage = append(damage, logDamage{Start: validEnd, End: size, Reason: "unterminated last record (torn tail)", Data: tail})
+		damage = append(damage, masterlog.Damage{Start: validEnd, End: size, Reason: "unterminated last record (torn tail)", Data: tail})
 	}
 	var lost []int
 	for seq := 1; seq <= known; seq++ {
@@ -196,7 +199,7 @@ func (s *Store) reconcileLog(ctx context.Context, c *conv) error {
 		}
 	}
 	if validEnd < size {
-		if err := c.log.cut(validEnd); err != nil {
+		if err := c.log.Cut(validEnd); err != nil {
 			return err
 		}
 	}
@@ -243,14 +246,14 @@ func (s *Store) reconcileLog(ctx context.Context, c *conv) error {
 	if len(fresh) == 0 {
 		return nil
 	}
-	var recs []logRecord
+	var recs []masterlog.Record
 	var ranges [][2]int64
 	for _, fr := range fresh {
 		for seq := len(c.turns) + len(recs) + 1; seq < fr.Seq; seq++ {
-			recs = append(recs, logRecord{Seq: seq}) // lost before it was committed
+			recs = append(recs, masterlog.Record{Seq: seq}) // lost before it was committed
 			ranges = append(ranges, [2]int64{})
 		}
-		rec, err := fr.record()
+		rec, err := fr.Record()
 		if err != nil {
 			return fmt.Errorf("decode verified record: %w", err)
 		}

@@ -100,7 +100,7 @@ func (s *Store) regenerate(ctx context.Context, c *conv, tag string, progress Pr
 			if t == nil || t.Empty {
 				continue
 			}
-			rec, err := c.log.read(t.Start, t.End)
+			rec, err := c.log.Read(t.Start, t.End)
 			if err != nil {
 				c.mu.RUnlock()
 				return 0, 0, err

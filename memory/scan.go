@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 )
 
 // ScanRequest asks Scan to look for secrets already stored: in one
@@ -127,14 +129,14 @@ func (s *Store) scanConv(ctx context.Context, c *conv, redact bool, res *ScanRes
 	sc := s.scrubber()
 	c.compactMu.Lock()
 	defer c.compactMu.Unlock()
-	edits := map[int]*logRecord{}
+	edits := map[int]*masterlog.Record{}
 	c.mu.RLock()
 	for i := range c.turns {
 		t := &c.turns[i]
 		if t.Empty && !t.ToolUse && !t.ToolResult || t.Damaged || t.Forgotten {
 			continue
 		}
-		rec, err := c.log.read(t.Start, t.End)
+		rec, err := c.log.Read(t.Start, t.End)
 		if err != nil {
 			continue // damaged since it was verified: nothing to scan
 		}

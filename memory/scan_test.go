@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 )
 
 // TestScanRedactsOldSecret: a secret written to the master log by a raw
@@ -30,7 +32,7 @@ func TestScanRedactsOldSecret(t *testing.T) {
 	text := "the lighthouse billing export uses " + key + " as its key"
 	in := turnInput{Role: "user", Name: "Ana", Text: text, Timestamp: t0.Add(50 * time.Minute), HasTime: true}
 	in.Hash = messageHash(in)
-	line, err := encodeRecord(recordFrom(n+1, in, t0.Add(50*time.Minute)))
+	line, err := masterlog.Encode(recordFrom(n+1, in, t0.Add(50*time.Minute)))
 	if err != nil {
 		t.Fatal(err)
 	}

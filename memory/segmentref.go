@@ -72,7 +72,7 @@ func segmentTurns(c *conv, first, last int) ([]summarize.Turn, error) {
 		if t.Empty {
 			continue
 		}
-		rec, err := c.log.read(t.Start, t.End)
+		rec, err := c.log.Read(t.Start, t.End)
 		if err != nil {
 			return nil, err
 		}

@@ -48,6 +48,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/vc-mcp/vc-mcp/internal/files"
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 )
 
 // LogHeads is the committed size in bytes of a conversation's master log and
@@ -289,7 +292,7 @@ func appendLines(path string, at int64, lines [][]byte) error {
 	if len(lines) == 0 {
 		return nil
 	}
-	f, err := openAppendOnly(path, "cached log")
+	f, err := files.OpenAppendOnly(path, "cached log")
 	if err != nil {
 		return err
 	}
@@ -557,7 +560,7 @@ func (s *Store) localLines(id string, from LogHeads) (LogLines, LogHeads, error)
 		return lines, local, err
 	}
 	for _, l := range lines.Master {
-		if _, err := verifyLine(l[:len(l)-1]); err != nil {
+		if _, err := masterlog.VerifyLine(l[:len(l)-1]); err != nil {
 			return lines, local, fmt.Errorf("refusing to share a master log line that does not verify: %w", err)
 		}
 	}
@@ -889,19 +892,19 @@ func (s *Store) adoptRewrite(ctx context.Context, id string, read func() (LogLin
 		return fmt.Errorf("read cached log: %w", err)
 	}
 	oldRecs := map[int][]byte{}
-	if _, err := scanLog(bytes.NewReader(old), 0, func(fr frame) error { oldRecs[fr.Seq] = fr.line; return nil }, nil); err != nil {
+	if _, err := masterlog.Scan(bytes.NewReader(old), 0, func(fr masterlog.Frame) error { oldRecs[fr.Seq] = fr.Line; return nil }, nil); err != nil {
 		return err
 	}
 	master, decisions := bytes.Join(lines.Master, nil), bytes.Join(lines.Decisions, nil)
-	edits := map[int]*logRecord{}
+	edits := map[int]*masterlog.Record{}
 	var seqs []int
 	affected := map[string]bool{}
-	if _, err := scanLog(bytes.NewReader(master), 0, func(fr frame) error {
+	if _, err := masterlog.Scan(bytes.NewReader(master), 0, func(fr masterlog.Frame) error {
 		o, ok := oldRecs[fr.Seq]
-		if !ok || bytes.Equal(o, fr.line) {
+		if !ok || bytes.Equal(o, fr.Line) {
 			return nil
 		}
-		rec, err := fr.record()
+		rec, err := fr.Record()
 		if err != nil {
 			return err
 		}
@@ -938,12 +941,12 @@ func (s *Store) adoptRewrite(ctx context.Context, id string, read func() (LogLin
 	}
 	nlog := rewrittenLog{c.log, int64(len(master))}
 	if rl.whole {
-		if err := c.log.replace(master); err != nil {
+		if err := c.log.Replace(master, atomicWrite); err != nil {
 			return s.divergedError(id, fmt.Errorf("replace the cached master log: %w", err))
 		}
-	} else if nlog.log, err = c.log.successor(master); err != nil {
+	} else if nlog.log, err = c.log.Successor(master, atomicWrite); err != nil {
 		// The new file may be in place: nothing reads the old one on.
-		return s.divergedError(id, fmt.Errorf("replace the cached master log: %w", errors.Join(err, c.log.release())))
+		return s.divergedError(id, fmt.Errorf("replace the cached master log: %w", errors.Join(err, c.log.Release())))
 	}
 	if err := s.writeGen(id, gen); err != nil {
 		useLog(s, c, nlog, rl)

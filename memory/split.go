@@ -42,7 +42,7 @@ func (s *Store) maybeSplit(ctx context.Context, c *conv) (bool, error) {
 	req.ConversationID = c.id
 	for _, seq := range seqs {
 		t := c.turn(seq)
-		rec, err := c.log.read(t.Start, t.End)
+		rec, err := c.log.Read(t.Start, t.End)
 		if err != nil {
 			c.mu.RUnlock()
 			return true, err

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vc-mcp/vc-mcp/index"
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -191,7 +192,7 @@ type conv struct {
 	compactMu sync.Mutex
 
 	id        string
-	log       *masterLog
+	log       *masterlog.Log
 	dlog      *decisionLog    // derived decisions; nil until the first one
 	replay    *decisionReplay // pending decisions while replayTail runs
 	meta      convMeta

@@ -13,7 +13,7 @@ package memory
 //	                  the frequent writers hold it (with wmu) only to change
 //	                  the state once their I/O is done, so a recall does not
 //	                  wait for their fsync (state.go)
-//	masterLog.mu      a log's file handle (held for one read or append)
+//	masterlog.Log.mu  a log's file handle (held for one read or append)
 //	bbolt transaction db.Update / db.View
 //
 // So no code takes conv.mu inside a bbolt transaction (Close copies each
@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/vc-mcp/vc-mcp/index"
+	"github.com/vc-mcp/vc-mcp/internal/files"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
 	bolt "go.etcd.io/bbolt"
@@ -434,7 +435,7 @@ func migrateLogNames(dir string, log *slog.Logger) error {
 		renamed = true
 	}
 	if renamed {
-		return syncDir(dir)
+		return files.SyncDir(dir)
 	}
 	return nil
 }
@@ -571,7 +572,7 @@ func (s *Store) Close() error {
 		errs = append(errs, fmt.Errorf("save state: %w", err))
 	}
 	for _, c := range convs {
-		if err := c.log.close(); err != nil {
+		if err := c.log.Close(); err != nil {
 			errs = append(errs, err)
 		}
 		if c.dlog != nil {

@@ -14,6 +14,9 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/vc-mcp/vc-mcp/internal/files"
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 )
 
 // ErrExists marks a conversation that is already in the data directory
@@ -100,20 +103,20 @@ func (s *Store) ExportBundle(ctx context.Context, w io.Writer, opts BundleExport
 // held, for reading or writing.
 func (s *Store) convRecords(c *conv) (BundleConversation, error) {
 	bc := BundleConversation{ID: c.id}
-	f, err := os.Open(c.log.path)
+	f, err := os.Open(c.log.Path())
 	if err != nil {
 		return bc, fmt.Errorf("open master log: %w", err)
 	}
 	defer f.Close()
 	last := 0
-	if _, err := scanLog(io.LimitReader(f, c.meta.LogSize), 0, func(fr frame) error {
+	if _, err := masterlog.Scan(io.LimitReader(f, c.meta.LogSize), 0, func(fr masterlog.Frame) error {
 		if fr.Seq > last { // anything else is damage, as reconcileLog sees it
 			last = fr.Seq
-			bc.Messages = append(bc.Messages, fr.line)
+			bc.Messages = append(bc.Messages, fr.Line)
 		}
 		return nil
 	}, nil); err != nil {
-		return bc, fmt.Errorf("read master log %s: %w", c.log.path, err)
+		return bc, fmt.Errorf("read master log %s: %w", c.log.Path(), err)
 	}
 	data, err := os.ReadFile(s.decisionsPath(c.id))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -257,7 +260,7 @@ var ErrSecretInBundle = errors.New("secret in bundle")
 func (s *Store) bundleSecrets(bc BundleConversation) error {
 	sc := s.scrubber()
 	for _, line := range bc.Messages {
-		r, err := decodeRecord(line)
+		r, err := masterlog.Decode(line)
 		if err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrBadBundle, bc.ID, err)
 		}
@@ -405,7 +408,7 @@ func decisionBody(line []byte) ([]byte, bool) {
 		return nil, false
 	}
 	want, err := strconv.ParseUint(string(line[:8]), 16, 32)
-	if err != nil || crc32.Checksum(line[9:], castagnoli) != uint32(want) {
+	if err != nil || crc32.Checksum(line[9:], masterlog.Castagnoli) != uint32(want) {
 		return nil, false
 	}
 	if _, err := decisionKind(line[9:]); err != nil {
@@ -416,7 +419,7 @@ func decisionBody(line []byte) ([]byte, bool) {
 
 // frameDecision renders a decisions record as its log line.
 func frameDecision(body []byte) []byte {
-	line := fmt.Appendf(nil, "%08x ", crc32.Checksum(body, castagnoli))
+	line := fmt.Appendf(nil, "%08x ", crc32.Checksum(body, masterlog.Castagnoli))
 	line = append(line, body...)
 	return append(line, '\n')
 }
@@ -431,7 +434,7 @@ func writeNewFile(path string, data []byte) error {
 	if err := atomicWrite(path, data); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	return files.SyncDir(dir)
 }
 
 // extendConversation appends what a stored conversation lacks of bc and
@@ -469,7 +472,7 @@ func (s *Store) extendConversation(ctx context.Context, bc BundleConversation) (
 		}
 	}
 	if len(msgs) > 0 {
-		if err := c.log.appendLines(c.meta.LogSize, msgs); err != nil {
+		if err := c.log.AppendLines(c.meta.LogSize, msgs); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -496,35 +499,4 @@ func (l *decisionLog) appendFramed(lines []byte) error {
 	}
 	l.end, l.dirty = end, true
 	return l.syncLocked()
-}
-
-// appendLines appends verified master log lines (without newlines) at the
-// committed end and fsyncs, refusing a log that is not exactly that long.
-func (l *masterLog) appendLines(end int64, lines [][]byte) error {
-	f, done, err := l.file()
-	if err != nil {
-		return err
-	}
-	defer done()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("stat master log: %w", err)
-	}
-	if st.Size() != end {
-		return fmt.Errorf("%w: %s is %d bytes but %d were committed", errLogShrunk, l.path, st.Size(), end)
-	}
-	var buf bytes.Buffer
-	for _, line := range lines {
-		buf.Write(line)
-		buf.WriteByte('\n')
-	}
-	if _, err := writeAt(f, buf.Bytes(), end); err != nil {
-		_ = f.Truncate(end)
-		return fmt.Errorf("append to master log %s: %w", l.path, err)
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Truncate(end)
-		return fmt.Errorf("fsync master log %s: %w", l.path, err)
-	}
-	return nil
 }

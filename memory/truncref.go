@@ -80,13 +80,13 @@ func (r TruncationRef) note(preview string) string {
 // turnRef is the reference to one turn's record, tokens of it left out.
 func (s *Store) turnRef(c *conv, t *turnMeta, tokens int) TruncationRef {
 	return TruncationRef{ConversationID: c.id, Turn: turnID(t.Seq), Turns: 1, Tokens: tokens,
-		Log: s.refPath(c.log.path), Start: t.Start, End: t.End}
+		Log: s.refPath(c.log.Path()), Start: t.Start, End: t.End}
 }
 
 // spanRef is the reference to the records of turns seqs (ascending, all
 // readable): one byte range from the first's start to the last's end.
 func (s *Store) spanRef(c *conv, seqs []int) (TruncationRef, bool) {
-	r := TruncationRef{ConversationID: c.id, Log: s.refPath(c.log.path)}
+	r := TruncationRef{ConversationID: c.id, Log: s.refPath(c.log.Path())}
 	for _, seq := range seqs {
 		t := c.turn(seq)
 		if t == nil || t.Damaged || t.End <= t.Start {
@@ -184,7 +184,7 @@ func (s *Store) ReadLog(ctx context.Context, req ReadLogRequest) (ReadLogResult,
 	}
 	c.mu.RLock()
 	size := c.meta.LogSize
-	res.Log = s.refPath(c.log.path)
+	res.Log = s.refPath(c.log.Path())
 	res.LogSize = size
 	for i := range c.turns {
 		t := &c.turns[i]
@@ -196,7 +196,7 @@ func (s *Store) ReadLog(ctx context.Context, req ReadLogRequest) (ReadLogResult,
 	if req.End > size {
 		return res, fmt.Errorf("%w: the range %d-%d is outside conversation %q's log %s, which holds %d bytes; each conversation's references point into its own log, so pass the conversation_id the reference came with", ErrInvalid, req.Start, req.End, id, res.Log, size)
 	}
-	f, done, err := c.log.file()
+	f, done, err := c.log.File()
 	if err != nil {
 		return res, err
 	}

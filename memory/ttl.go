@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 )
 
 // Per-tag TTL. Tag rules may give topics a time to live (ttl_days): a turn
@@ -125,7 +127,7 @@ func (s *Store) expireConv(ctx context.Context, c *conv) (int, error) {
 	if len(seqs) == 0 {
 		return 0, nil
 	}
-	edits := make(map[int]*logRecord, len(seqs))
+	edits := make(map[int]*masterlog.Record, len(seqs))
 	for _, seq := range seqs {
 		edits[seq] = nil
 	}

@@ -52,11 +52,11 @@ func (s *Store) Turn(ctx context.Context, conversationID, id string) (Turn, erro
 	if t.Forgotten {
 		return Turn{}, fmt.Errorf("%w: turn %s of %q was forgotten (removed on request); its text is gone", ErrNotFound, id, conv)
 	}
-	rec, err := c.log.read(t.Start, t.End)
+	rec, err := c.log.Read(t.Start, t.End)
 	if err != nil {
 		return Turn{}, fmt.Errorf("read turn %s of %s: %w", id, conv, err)
 	}
-	abs, _ := filepath.Abs(c.log.path)
+	abs, _ := filepath.Abs(c.log.Path())
 	out := Turn{
 		ConversationID: conv, TurnID: turnID(seq), Role: t.Role, Speaker: t.Name, Timestamp: t.When,
 		Text: rec.Content, Tags: nonNil(t.Tags), ToolUse: t.ToolUse, ToolResult: t.ToolResult,

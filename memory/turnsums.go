@@ -181,7 +181,7 @@ func (s *Store) summariseTurnsLocked(ctx context.Context, c *conv, seqs []int, p
 		if !summarisable(t) {
 			continue
 		}
-		rec, err := c.log.read(t.Start, t.End)
+		rec, err := c.log.Read(t.Start, t.End)
 		if err != nil {
 			s.log.Warn("unreadable turn not summarised", "conversation", c.id, "turn", seq, "err", err)
 			continue
@@ -299,7 +299,7 @@ func (s *Store) neighbour(c *conv, seq, dir int) string {
 		if t.Empty || t.Damaged {
 			continue
 		}
-		rec, err := c.log.read(t.Start, t.End)
+		rec, err := c.log.Read(t.Start, t.End)
 		if err != nil {
 			return ""
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
 )
 
@@ -163,7 +164,7 @@ func TestTruncationReferencesReadBack(t *testing.T) {
 	if got.Text != strings.TrimSuffix(lines[1], "\n") || len(got.TurnIDs) != 1 || got.TurnIDs[0] != "t2" {
 		t.Fatalf("read_log gave %q (turns %v), want record 2 %q", got.Text, got.TurnIDs, lines[1])
 	}
-	rec, err := decodeRecord([]byte(got.Text))
+	rec, err := masterlog.Decode([]byte(got.Text))
 	if err != nil || rec.Content != long {
 		t.Fatalf("the range is not the whole record: %v", err)
 	}

@@ -95,10 +95,10 @@ func (s *Store) View(ctx context.Context, conversationID string) (ConversationVi
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	v := ConversationView{ConversationID: id, Turns: len(c.turns), CompactedThrough: c.meta.CompactedThrough}
-	if rel, err := filepath.Rel(s.opts.Dir, c.log.path); err == nil {
+	if rel, err := filepath.Rel(s.opts.Dir, c.log.Path()); err == nil {
 		v.LogFile = filepath.ToSlash(rel)
 	} else {
-		v.LogFile = filepath.ToSlash(c.log.path)
+		v.LogFile = filepath.ToSlash(c.log.Path())
 	}
 	if len(c.turns) > 0 {
 		v.FirstSeen, v.LastSeen = c.turns[0].When, c.turns[len(c.turns)-1].When
@@ -113,7 +113,7 @@ func (s *Store) View(ctx context.Context, conversationID string) (ConversationVi
 			Tags: nonNil(t.Tags), ToolUse: t.ToolUse, ToolResult: t.ToolResult,
 			LogStart: t.Start, LogEnd: t.End,
 		}
-		rec, err := c.log.read(t.Start, t.End)
+		rec, err := c.log.Read(t.Start, t.End)
 		if err != nil {
 			return vt, fmt.Errorf("view %s turn %s: %w", id, vt.TurnID, err)
 		}

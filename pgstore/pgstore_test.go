@@ -524,7 +524,7 @@ type logRecord struct {
 
 // masterRecord reads a master log line: since format 4 a JSON array
 // [4, seq, role, name, content, ts, at, {rare members}?, crc], before an
-// object (memory/doc.go).
+// object (memory/masterlog/doc.go).
 func masterRecord(line []byte) (logRecord, error) {
 	var r logRecord
 	if len(line) == 0 || line[0] != '[' {

@@ -1,10 +1,13 @@
-// Package files copies files and fingerprints directory trees, for the
-// store's read-only snapshots and for tests that check a directory was
-// left untouched.
+// Package files holds the store's file-level helpers: opening its
+// append-only logs, writing log bytes and fsyncing directories, so that
+// what is written survives a crash; copying files and fingerprinting
+// directory trees, for the read-only snapshots and for tests that check a
+// directory was left untouched.
 package files
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,6 +15,59 @@ import (
 	"path/filepath"
 	"slices"
 )
+
+// OpenAppendOnly opens (creating, owner-only, with its directory) one of
+// the store's append-only files, such as the master and decisions logs,
+// for reading and writing; what names the file in errors. A new file's
+// directory entry is fsync'd so the file itself survives a crash.
+func OpenAppendOnly(path, what string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create %s directory: %w", what, err)
+	}
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", what, err)
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		if err := SyncDir(filepath.Dir(path)); err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// WriteAt writes p to f at offset off. It is the one place log bytes (the
+// master logs' and the decisions logs') are written; tests set WriteHook
+// to inject a full disk or hold a writer in its write.
+func WriteAt(f *os.File, p []byte, off int64) (int, error) {
+	if WriteHook != nil {
+		if err := WriteHook(f.Name()); err != nil {
+			return 0, err
+		}
+	}
+	return f.WriteAt(p, off)
+}
+
+// WriteHook, when set (tests only), runs before every WriteAt with the
+// file's name and fails the write with its error.
+var WriteHook func(path string) error
+
+// SyncDir fsyncs the directory dir, so that the entries created or renamed
+// in it survive a crash. A file system that cannot fsync a directory
+// (os.ErrInvalid) is not an error.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open directory for fsync: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}
 
 // Copy copies the regular file src to dst, which must not exist, creating
 // dst's directory (owner-only) and giving dst the permissions perm.

@@ -5,7 +5,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -84,5 +86,52 @@ func TestStateSeesEveryWrite(t *testing.T) {
 	}
 	if got := Changes(s2, state()); !slices.Equal(got, []string{"changed ./"}) {
 		t.Errorf("after a file came and went: %q", got)
+	}
+}
+
+// TestAppendOnlyWrites: OpenAppendOnly creates the file and its directory
+// owner-only and keeps what an earlier open wrote; WriteAt writes at its
+// offset, and WriteHook fails it before anything is written.
+func TestAppendOnlyWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "logs", "a.jsonl")
+	f, err := OpenAppendOnly(path, "test log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := WriteAt(f, []byte("one\n"), 0); n != 4 || err != nil {
+		t.Fatalf("WriteAt = %d, %v", n, err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || runtime.GOOS != "windows" && st.Mode().Perm() != 0o600 {
+		t.Fatalf("new file: %v, %v", st.Mode(), err)
+	}
+	if f, err = OpenAppendOnly(path, "test log"); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	full := errors.New("disk full")
+	var hooked string
+	WriteHook = func(p string) error { hooked = p; return full }
+	_, err = WriteAt(f, []byte("two\n"), 4)
+	WriteHook = nil
+	if !errors.Is(err, full) || hooked != path {
+		t.Fatalf("hooked write: %v on %q", err, hooked)
+	}
+	if _, err := WriteAt(f, []byte("two\n"), 4); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "one\ntwo\n" {
+		t.Fatalf("file holds %q, %v", b, err)
+	}
+	if err := SyncDir(filepath.Dir(path)); err != nil {
+		t.Errorf("SyncDir: %v", err)
+	}
+	if err := SyncDir(filepath.Join(filepath.Dir(path), "missing")); err == nil {
+		t.Error("SyncDir of a missing directory succeeded")
+	}
+	if _, err := OpenAppendOnly(filepath.Join(path, "below a file"), "test log"); err == nil || !strings.Contains(err.Error(), "test log") {
+		t.Errorf("opening below a file: %v, want an error naming the test log", err)
 	}
 }
