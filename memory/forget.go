@@ -674,13 +674,13 @@ func (s *Store) rewriteMasterLog(c *conv, recs map[int]masterlog.Record, rl rewr
 	buf.Write(data[off:])
 	size := int64(buf.Len())
 	if rl.whole {
-		if err := c.log.Replace(buf.Bytes(), atomicWrite); err != nil {
+		if err := c.log.Replace(buf.Bytes()); err != nil {
 			return rewrittenLog{}, err
 		}
 		c.meta.LogSize = size
 		return rewrittenLog{c.log, size}, nil
 	}
-	n, err := c.log.Successor(buf.Bytes(), atomicWrite)
+	n, err := c.log.Successor(buf.Bytes())
 	if err != nil {
 		// The new file may be in place: nothing reads the old one on (the
 		// next writer finds the size it did not commit and reconciles).
@@ -726,7 +726,7 @@ func (s *Store) rewriteDecisions(c *conv, edits map[int]*masterlog.Record, sc sc
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create decisions directory: %w", err)
 	}
-	if err := atomicWrite(path, buf.Bytes()); err != nil {
+	if err := files.AtomicWrite(path, buf.Bytes()); err != nil {
 		return err
 	}
 	return files.SyncDir(filepath.Dir(path))

@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/vc-mcp/vc-mcp/index"
+	"github.com/vc-mcp/vc-mcp/internal/files"
 )
 
 // Why an item is or is not in a request context (ItemDecision.Reason).
@@ -535,5 +536,5 @@ func (v *itemVectors) writeFile(key string, vec []float32) error {
 	for i, f := range vec {
 		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(f))
 	}
-	return atomicWrite(p, data)
+	return files.AtomicWrite(p, data)
 }

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/vc-mcp/vc-mcp/internal/files"
 )
 
 // Request records live in requests/<conversation file>.jsonl.gz, newest
@@ -462,7 +464,7 @@ func (l *requestLog) trim(keep int) error {
 		return nil
 	}
 	cut := ends[len(ends)-keep-1]
-	if err := atomicWrite(path, data[cut:good]); err != nil {
+	if err := files.AtomicWrite(path, data[cut:good]); err != nil {
 		return err
 	}
 	l.ends = make([]int, keep, RequestRetention*2)
@@ -487,7 +489,7 @@ func (l *requestLog) rewrite(recs []RequestRecord) error {
 	if err := makeRequestsDir(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	if err := atomicWrite(path, out); err != nil {
+	if err := files.AtomicWrite(path, out); err != nil {
 		l.ends = nil // unknown: the next trim reads the file
 		return err
 	}

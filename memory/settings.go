@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/vc-mcp/vc-mcp/internal/files"
 )
 
 // settingsFile holds the settings changed at run time (UpdateSettings), in
@@ -247,7 +249,7 @@ func (b *settingsBox) update(p SettingsPatch) (Settings, error) {
 	if err != nil {
 		return b.eff, fmt.Errorf("encode settings: %w", err)
 	}
-	if err := atomicWrite(b.path, append(data, '\n')); err != nil {
+	if err := files.AtomicWrite(b.path, append(data, '\n')); err != nil {
 		return b.eff, fmt.Errorf("%w: save settings: %w (nothing was changed)", ErrStorage, err)
 	}
 	b.over, b.eff = over, eff

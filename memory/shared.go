@@ -156,7 +156,7 @@ func (s *Store) writeGen(id string, gen int64) error {
 		}
 		return nil
 	}
-	if err := atomicWrite(s.genPath(id), []byte(strconv.FormatInt(gen, 10)+"\n")); err != nil {
+	if err := files.AtomicWrite(s.genPath(id), []byte(strconv.FormatInt(gen, 10)+"\n")); err != nil {
 		return fmt.Errorf("cache generation of %s: %w", id, err)
 	}
 	return nil
@@ -936,15 +936,15 @@ func (s *Store) adoptRewrite(ctx context.Context, id string, read func() (LogLin
 	if err := os.MkdirAll(filepath.Dir(s.decisionsPath(id)), 0o700); err != nil {
 		return err
 	}
-	if err := atomicWrite(s.decisionsPath(id), decisions); err != nil {
+	if err := files.AtomicWrite(s.decisionsPath(id), decisions); err != nil {
 		return s.divergedError(id, fmt.Errorf("replace the cached decisions log: %w", err))
 	}
 	nlog := rewrittenLog{c.log, int64(len(master))}
 	if rl.whole {
-		if err := c.log.Replace(master, atomicWrite); err != nil {
+		if err := c.log.Replace(master); err != nil {
 			return s.divergedError(id, fmt.Errorf("replace the cached master log: %w", err))
 		}
-	} else if nlog.log, err = c.log.Successor(master, atomicWrite); err != nil {
+	} else if nlog.log, err = c.log.Successor(master); err != nil {
 		// The new file may be in place: nothing reads the old one on.
 		return s.divergedError(id, fmt.Errorf("replace the cached master log: %w", errors.Join(err, c.log.Release())))
 	}

@@ -484,31 +484,7 @@ func writeHolder(dir string) error {
 	if err != nil {
 		return err
 	}
-	return atomicWrite(filepath.Join(dir, holderFile), data)
-}
-
-// atomicWrite writes data to path via a temporary file, fsync and rename.
-func atomicWrite(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("fsync %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("rename %s: %w", path, err)
-	}
-	return nil
+	return files.AtomicWrite(filepath.Join(dir, holderFile), data)
 }
 
 // Close refuses new operations (they get ErrClosed), waits for the ones in

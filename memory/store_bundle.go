@@ -431,7 +431,7 @@ func writeNewFile(path string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	if err := atomicWrite(path, data); err != nil {
+	if err := files.AtomicWrite(path, data); err != nil {
 		return err
 	}
 	return files.SyncDir(dir)

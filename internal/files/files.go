@@ -1,6 +1,6 @@
 // Package files holds the store's file-level helpers: opening its
-// append-only logs, writing log bytes and fsyncing directories, so that
-// what is written survives a crash; copying files and fingerprinting
+// append-only logs, writing log bytes, replacing a file atomically and
+// fsyncing directories, so that what is written survives a crash; copying files and fingerprinting
 // directory trees, for the read-only snapshots and for tests that check a
 // directory was left untouched.
 package files
@@ -151,4 +151,30 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// AtomicWrite writes data to path via a temporary file in the same
+// directory, fsync and rename, so a reader sees the old file or the new
+// one, never part of either. It does not fsync the directory (SyncDir).
+func AtomicWrite(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("rename %s: %w", path, err)
+	}
+	return nil
 }

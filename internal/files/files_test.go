@@ -135,3 +135,23 @@ func TestAppendOnlyWrites(t *testing.T) {
 		t.Errorf("opening below a file: %v, want an error naming the test log", err)
 	}
 }
+
+func TestAtomicWrite(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "settings.json")
+	for _, data := range []string{"first\n", "second, longer\n", ""} {
+		if err := AtomicWrite(path, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(path); err != nil || string(got) != data {
+			t.Fatalf("after writing %q: %q, %v", data, got, err)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("%d files in the directory, want the one written (no temporary file left)", len(entries))
+	}
+	if err := AtomicWrite(filepath.Join(dir, "missing", "x"), []byte("x")); err == nil {
+		t.Error("a write into a missing directory succeeded")
+	}
+}

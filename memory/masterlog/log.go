@@ -89,9 +89,6 @@ func (l *Log) Append(end int64, recs []Record) ([][2]int64, error) {
 		return nil, fmt.Errorf("stat master log: %w", err)
 	}
 	size := st.Size()
-	if err != nil {
-		return nil, err
-	}
 	if size < end {
 		return nil, fmt.Errorf("%w: %s is %d bytes but %d were committed", errShrunk, l.path, size, end)
 	}
@@ -235,14 +232,14 @@ func (l *Log) Cut(n int64) error {
 	return nil
 }
 
-// Successor puts data in place as the log's new file with write, which
-// must replace the file at its path atomically (temporary file, fsync,
-// rename), fsyncs the directory, and returns the new file as a new Log.
+// Successor puts data in place as the log's new file, atomically
+// (temporary file, fsync, rename, fsync of the directory), and returns the
+// new file as a new Log.
 // l keeps its handle on the old file, for the readers still on it, until
 // it is released. Where an open file cannot be renamed over (Windows),
 // use Replace.
-func (l *Log) Successor(data []byte, write func(path string, data []byte) error) (*Log, error) {
-	if err := write(l.path, data); err != nil {
+func (l *Log) Successor(data []byte) (*Log, error) {
+	if err := files.AtomicWrite(l.path, data); err != nil {
 		return nil, err
 	}
 	if err := files.SyncDir(filepath.Dir(l.path)); err != nil {
@@ -255,11 +252,11 @@ func (l *Log) Successor(data []byte, write func(path string, data []byte) error)
 	return &Log{path: l.path, f: f}, nil
 }
 
-// Replace swaps the log's file for data with write, which must replace
-// the file at its path atomically (temporary file, fsync, rename), fsyncs
-// the directory, and reopens the file if the log held it open. Its
+// Replace swaps the log's file for data, atomically (temporary file,
+// fsync, rename, fsync of the directory), and reopens the file if the log
+// held it open. Its
 // handle is closed meanwhile: Windows cannot rename over an open file.
-func (l *Log) Replace(data []byte, write func(path string, data []byte) error) error {
+func (l *Log) Replace(data []byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	had := l.f != nil
@@ -267,7 +264,7 @@ func (l *Log) Replace(data []byte, write func(path string, data []byte) error) e
 		_ = l.f.Close()
 		l.f = nil
 	}
-	err := write(l.path, data)
+	err := files.AtomicWrite(l.path, data)
 	if err == nil {
 		err = files.SyncDir(filepath.Dir(l.path))
 	}

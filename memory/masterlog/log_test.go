@@ -60,14 +60,13 @@ func TestLogAppendReadCut(t *testing.T) {
 		t.Fatalf("cut to %d, size %d", ranges[1][0], size)
 	}
 	data, _ := os.ReadFile(path)
-	write := func(p string, b []byte) error { return os.WriteFile(p, b, 0o600) }
-	if err := l.Replace(append(data, data...), write); err != nil {
+	if err := l.Replace(append(data, data...)); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Release(); err != nil { // Windows cannot rename over an open file
 		t.Fatal(err)
 	}
-	n, err := l.Successor(data, write)
+	n, err := l.Successor(data)
 	if err != nil {
 		t.Fatal(err)
 	}
