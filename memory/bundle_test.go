@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vc-mcp/vc-mcp/memory/decisionlog"
 	"github.com/vc-mcp/vc-mcp/memory/scrub"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
@@ -344,7 +345,7 @@ func TestBundleCarriesUnknownDecisionKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Write(frameDecision(future)); err != nil {
+	if _, err := f.Write(decisionlog.Frame(future)); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
@@ -364,7 +365,7 @@ func TestBundleCarriesUnknownDecisionKinds(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := dirFiles(t, dst)["decisions/notes.log"]; !strings.HasSuffix(got, string(frameDecision(future))) {
+	if got := dirFiles(t, dst)["decisions/notes.log"]; !strings.HasSuffix(got, string(decisionlog.Frame(future))) {
 		t.Errorf("imported decisions log does not end in the tombstone:\n%s", got)
 	}
 }

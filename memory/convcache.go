@@ -291,7 +291,7 @@ func (s *Store) unload(convs []*conv) {
 		// the writers' lock is enough (readers do not use the log).
 		c.wmu.Lock()
 		if c.dlog != nil {
-			if err := c.dlog.close(); err != nil {
+			if err := c.dlog.Close(); err != nil {
 				s.log.Warn("closing an unloaded conversation's decisions log failed", "conversation", c.id, "err", err)
 			}
 			c.dlog = nil

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vc-mcp/vc-mcp/memory/decisionlog"
 	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
 	bolt "go.etcd.io/bbolt"
@@ -126,7 +126,7 @@ func withObjectTags(t *testing.T, dir, conv string) {
 			t.Fatalf("tags decision not in the array form: %.100s", line)
 		}
 		var m map[string]json.RawMessage
-		if err := json.Unmarshal(line[9:], &m); err != nil {
+		if err := json.Unmarshal(decisionBodyT(t, line), &m); err != nil {
 			t.Fatal(err)
 		}
 		delete(m, "vocab")
@@ -142,7 +142,7 @@ func withObjectTags(t *testing.T, dir, conv string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return fmt.Appendf(nil, "%08x %s\n", crc32.Checksum(body, masterlog.Castagnoli), body), len(objs)
+		return decisionlog.Frame(body), len(objs)
 	})
 }
 
@@ -156,7 +156,7 @@ func withStringTags(t *testing.T, dir, conv string) {
 			return line, 0
 		}
 		var m map[string]json.RawMessage
-		if err := json.Unmarshal(line[9:], &m); err != nil {
+		if err := json.Unmarshal(decisionBodyT(t, line), &m); err != nil {
 			t.Fatal(err)
 		}
 		delete(m, "vocab")
@@ -171,7 +171,7 @@ func withStringTags(t *testing.T, dir, conv string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return fmt.Appendf(nil, "%08x %s\n", crc32.Checksum(body, masterlog.Castagnoli), body), 1
+		return decisionlog.Frame(body), 1
 	})
 }
 
@@ -206,7 +206,7 @@ func TestTagVocab(t *testing.T) {
 		`{"kind":"tags","at":"2026-01-01T00:00:00Z","vocab":["a"],"turns":[[1,"aa",[-1]]]}`,
 		`{"kind":"tags","at":"2026-01-01T00:00:00Z","vocab":["a"],"turns":[[1,"aa",[0.5]]]}`,
 	} {
-		framed := fmt.Appendf(nil, "%08x %s", crc32.Checksum([]byte(bad), masterlog.Castagnoli), bad)
+		framed := bytes.TrimSuffix(decisionlog.Frame([]byte(bad)), []byte("\n"))
 		if _, ok := decodeDecision(framed); ok {
 			t.Errorf("%s decoded; want it refused", bad)
 		}

@@ -1,14 +1,11 @@
 package memory
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"maps"
 	"os"
@@ -17,10 +14,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/vc-mcp/vc-mcp/internal/files"
+	"github.com/vc-mcp/vc-mcp/memory/decisionlog"
 	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
 	bolt "go.etcd.io/bbolt"
@@ -40,10 +36,11 @@ import (
 // them, and Rebuild replays both without calling a tagger, summariser or
 // splitter.
 //
-// Framing: each record is one line, "<crc32c of the JSON, 8 hex digits>
-// <JSON>\n". A line whose checksum or JSON does not verify is skipped and
-// reported, and reading goes on at the next line; only an unterminated last
-// line (a torn write) is ever cut, and only before the next append.
+// The file, its framing (one checksummed line per record) and how a
+// damaged or torn line is read are package decisionlog's; here each
+// record's body is a decision as JSON, and a line whose checksum holds but
+// whose body does not decode as a decision with a kind is skipped and
+// reported like a damaged one.
 //
 // Durability: compaction, regeneration, split and working-set decisions are
 // fsync'd before the bbolt transaction that applies them commits. Tag
@@ -232,147 +229,71 @@ func sameTurnHash(recorded, full string) bool {
 	return len(recorded) >= min(tagHashLen, len(full)) && strings.HasPrefix(full, recorded)
 }
 
-// decisionLog is one conversation's derived-decisions file.
-type decisionLog struct {
-	mu    sync.Mutex
-	path  string
-	f     *os.File
-	end   int64 // where the next record goes
-	dirty bool  // written since the last fsync
-}
-
 func (s *Store) decisionsPath(id string) string {
 	return filepath.Join(s.opts.Dir, decisionsDir, fileName(id)+".log")
 }
 
-// openDecisionLog opens (creating) a decisions file for appending. A torn
-// last line is cut; damaged complete lines stay where they are.
-func openDecisionLog(path string) (*decisionLog, error) {
-	f, err := files.OpenAppendOnly(path, "decisions log")
+// encodeDecision renders d as its decisions log line (decisionlog.Frame).
+func encodeDecision(d decision) ([]byte, error) {
+	body, err := marshalDecision(d)
 	if err != nil {
 		return nil, err
 	}
-	res, err := scanDecisions(f, 0, nil)
-	if err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("read decisions log %s: %w", path, err)
-	}
-	return &decisionLog{path: path, f: f, end: res.end}, nil
+	return decisionlog.Frame(body), nil
 }
 
-// encodeDecision frames one record.
-func encodeDecision(d decision) ([]byte, error) {
+// marshalDecision is the body of d's line.
+func marshalDecision(d decision) ([]byte, error) {
 	body, err := json.Marshal(d)
 	if err != nil {
 		return nil, fmt.Errorf("encode decision: %w", err)
 	}
-	line := make([]byte, 0, len(body)+10)
-	line = fmt.Appendf(line, "%08x ", crc32.Checksum(body, masterlog.Castagnoli))
-	line = append(line, body...)
-	return append(line, '\n'), nil
-}
-
-// append writes d at the end of the log, fsyncing when sync is set, and
-// returns the offset after it.
-func (l *decisionLog) append(d decision, sync bool) (int64, error) {
-	line, err := encodeDecision(d)
-	if err != nil {
-		return 0, err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, err := files.WriteAt(l.f, line, l.end); err != nil {
-		return 0, fmt.Errorf("append to decisions log: %w", err)
-	}
-	end := l.end + int64(len(line))
-	if err := l.f.Truncate(end); err != nil {
-		return 0, fmt.Errorf("trim decisions log: %w", err)
-	}
-	l.end, l.dirty = end, true
-	if sync {
-		if err := l.syncLocked(); err != nil {
-			return 0, err
-		}
-	}
-	return end, nil
-}
-
-func (l *decisionLog) sync() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.syncLocked()
-}
-
-func (l *decisionLog) syncLocked() error {
-	if !l.dirty {
-		return nil
-	}
-	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("fsync decisions log: %w", err)
-	}
-	l.dirty = false
-	return nil
-}
-
-func (l *decisionLog) close() error {
-	err := l.sync()
-	return errors.Join(err, l.f.Close())
+	return body, nil
 }
 
 // scanResult is what a scan of a decisions log found.
 type scanResult struct {
 	end     int64   // offset after the last complete line
-	skipped []int64 // offsets of complete lines that did not verify
+	skipped []int64 // offsets of complete lines that did not verify or decode
 	torn    bool    // an unterminated last line follows end
 }
 
 // scanDecisions reads complete lines from r (positioned at byte base) and
-// calls fn, when not nil, for each verified record with the offset after it.
+// calls fn, when not nil, for each record that verifies and decodes, with
+// the offset after it. The others are skipped.
 func scanDecisions(r io.Reader, base int64, fn func(d decision, end int64) error) (scanResult, error) {
-	res := scanResult{end: base}
-	br := bufio.NewReaderSize(r, 1<<16)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) == 0 && err == io.EOF {
-			return res, nil
+	var skipped []int64
+	res, err := decisionlog.Scan(r, base, func(l decisionlog.Line) error {
+		var d decision
+		ok := l.OK
+		if ok {
+			d, ok = decodeDecisionBody(l.Body)
 		}
-		if err != nil && err != io.EOF {
-			return res, fmt.Errorf("read decisions: %w", err)
-		}
-		if line[len(line)-1] != '\n' {
-			res.torn = true
-			return res, nil
-		}
-		start := res.end
-		res.end += int64(len(line))
-		d, ok := decodeDecision(line[:len(line)-1])
 		if !ok {
-			res.skipped = append(res.skipped, start)
-			continue
+			skipped = append(skipped, l.Start)
+			return nil
 		}
 		if fn != nil {
-			if err := fn(d, res.end); err != nil {
-				return res, err
-			}
+			return fn(d, l.End)
 		}
-	}
+		return nil
+	})
+	return scanResult{end: res.End, skipped: skipped, torn: res.Torn}, err
 }
 
 // decodeDecision verifies and decodes one line (without its newline).
 func decodeDecision(line []byte) (decision, bool) {
+	body, ok := decisionlog.Body(line)
+	if !ok {
+		return decision{}, false
+	}
+	return decodeDecisionBody(body)
+}
+
+// decodeDecisionBody decodes a verified line's body: a decision with a
+// kind.
+func decodeDecisionBody(body []byte) (decision, bool) {
 	var d decision
-	if len(line) < 10 || line[8] != ' ' {
-		return d, false
-	}
-	var sum [4]byte
-	if _, err := hex.Decode(sum[:], line[:8]); err != nil {
-		return d, false
-	}
-	body := line[9:]
-	want := uint32(sum[0])<<24 | uint32(sum[1])<<16 | uint32(sum[2])<<8 | uint32(sum[3])
-	if crc32.Checksum(body, masterlog.Castagnoli) != want {
-		return d, false
-	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&d); err != nil || d.Kind == "" {
 		return d, false
@@ -431,7 +352,7 @@ func (s *Store) readDecisions(id string, from int64) ([]decision, []int64, int64
 // is held, which orders the records.
 func (s *Store) recordDecision(c *conv, d decision) (int64, error) {
 	if c.dlog == nil {
-		l, err := openDecisionLog(s.decisionsPath(c.id))
+		l, err := decisionlog.Open(s.decisionsPath(c.id))
 		if err != nil {
 			return 0, err
 		}
@@ -440,7 +361,11 @@ func (s *Store) recordDecision(c *conv, d decision) (int64, error) {
 	if d.At.IsZero() {
 		d.At = s.now().UTC()
 	}
-	end, err := c.dlog.append(d, d.Kind != decTags)
+	body, err := marshalDecision(d)
+	if err != nil {
+		return 0, err
+	}
+	end, err := c.dlog.Append(body, d.Kind != decTags)
 	if err != nil {
 		return 0, fmt.Errorf("record %s decision of %s: %w", d.Kind, c.id, err)
 	}
@@ -595,8 +520,8 @@ func (s *Store) applyReplay(ctx context.Context, c *conv) error {
 		c.active += c.turns[seq-1].Tokens
 	}
 	meta.DecisionsSize = r.end
-	if c.dlog != nil && c.dlog.end > meta.DecisionsSize {
-		meta.DecisionsSize = c.dlog.end
+	if c.dlog != nil {
+		meta.DecisionsSize = max(meta.DecisionsSize, c.dlog.End())
 	}
 	if a.summaries {
 		meta.SummaryGen++

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vc-mcp/vc-mcp/memory/decisionlog"
 	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
@@ -318,6 +319,17 @@ func rewriteDecisions(t *testing.T, dir, conv, what string, edit func(d decision
 	}
 }
 
+// decisionBodyT returns the body of a decisions log line (with its newline
+// or without) or fails the test.
+func decisionBodyT(t *testing.T, line []byte) []byte {
+	t.Helper()
+	body, ok := decisionlog.Body(bytes.TrimSuffix(line, []byte("\n")))
+	if !ok {
+		t.Fatalf("decisions log line does not verify: %.100s", line)
+	}
+	return body
+}
+
 // encodeDecisionT encodes d or fails the test.
 func encodeDecisionT(t *testing.T, d decision) []byte {
 	t.Helper()
@@ -467,7 +479,7 @@ func TestOpenAppliesDecisionsNotCommitted(t *testing.T) {
 	s.closed.Store(true)
 	s.stopReconciler()
 	_ = s.ix.Close()
-	_ = c.dlog.close()
+	_ = c.dlog.Close()
 	if err := s.db.Close(); err != nil {
 		t.Fatal(err)
 	}

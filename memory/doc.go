@@ -16,8 +16,11 @@
 // derived-decisions log (decisions/<id>.log): one line per record,
 // "<crc32c> <json>", so each record verifies on its own; a damaged record
 // is skipped and reported, never fatal, and reading resumes at the next
-// line. Every decision but tags is fsync'd before the bbolt transaction
-// that applies it; tags reach the disk with the next fsync'd decision.
+// line. Package memory/decisionlog holds the file, its framing and the
+// scanner (its doc gives the format); the records, JSON decisions, are
+// this package's (decisions.go). Every decision but tags is fsync'd
+// before the bbolt transaction that applies it; tags reach the disk with
+// the next fsync'd decision.
 // Tags decisions name each turn by the first 16 hex digits of its hash,
 // and an extractive topic summary (rollup) of a compaction is recorded by
 // reference (rollupref.go: its segments, version, time and a digest) and

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vc-mcp/vc-mcp/internal/files"
+	"github.com/vc-mcp/vc-mcp/memory/decisionlog"
 	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
 	bolt "go.etcd.io/bbolt"
@@ -695,7 +696,7 @@ func (s *Store) rewriteMasterLog(c *conv, recs map[int]masterlog.Record, rl rewr
 // held for writing.
 func (s *Store) rewriteDecisions(c *conv, edits map[int]*masterlog.Record, sc scrubSet, dec decision) error {
 	if c.dlog != nil {
-		if err := c.dlog.close(); err != nil {
+		if err := c.dlog.Close(); err != nil {
 			return err
 		}
 		c.dlog = nil
@@ -933,7 +934,7 @@ func (s *Store) rebuildConv(ctx context.Context, c *conv, log *masterlog.Log, ed
 		return nil, err
 	}
 	if n.dlog == nil {
-		if n.dlog, err = openDecisionLog(s.decisionsPath(c.id)); err != nil {
+		if n.dlog, err = decisionlog.Open(s.decisionsPath(c.id)); err != nil {
 			return nil, err
 		}
 	}

@@ -444,7 +444,7 @@ func (s *Store) refresh(ctx context.Context, c *conv) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if c.dlog != nil { // its end moved: reopened on the next decision
-		if err := c.dlog.close(); err != nil {
+		if err := c.dlog.Close(); err != nil {
 			return err
 		}
 		c.dlog = nil
@@ -926,7 +926,7 @@ func (s *Store) adoptRewrite(ctx context.Context, id string, read func() (LogLin
 	sort.Ints(seqs)
 	gone := c.goneTopics(edits)
 	if c.dlog != nil {
-		if err := c.dlog.close(); err != nil {
+		if err := c.dlog.Close(); err != nil {
 			return err
 		}
 		c.dlog = nil

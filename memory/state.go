@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vc-mcp/vc-mcp/index"
+	"github.com/vc-mcp/vc-mcp/memory/decisionlog"
 	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 	bolt "go.etcd.io/bbolt"
 )
@@ -193,8 +194,8 @@ type conv struct {
 
 	id        string
 	log       *masterlog.Log
-	dlog      *decisionLog    // derived decisions; nil until the first one
-	replay    *decisionReplay // pending decisions while replayTail runs
+	dlog      *decisionlog.Log // derived decisions; nil until the first one
+	replay    *decisionReplay  // pending decisions while replayTail runs
 	meta      convMeta
 	turns     []turnMeta          // turns[seq-1]
 	lite      []turnLite          // lite[seq-1]: what ranking reads of turns[seq-1]

@@ -552,7 +552,7 @@ func (s *Store) Close() error {
 			errs = append(errs, err)
 		}
 		if c.dlog != nil {
-			if err := c.dlog.close(); err != nil {
+			if err := c.dlog.Close(); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -5,17 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/vc-mcp/vc-mcp/internal/files"
+	"github.com/vc-mcp/vc-mcp/memory/decisionlog"
 	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 )
 
@@ -118,19 +117,22 @@ func (s *Store) convRecords(c *conv) (BundleConversation, error) {
 	}, nil); err != nil {
 		return bc, fmt.Errorf("read master log %s: %w", c.log.Path(), err)
 	}
-	data, err := os.ReadFile(s.decisionsPath(c.id))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	df, err := os.Open(s.decisionsPath(c.id))
+	if errors.Is(err, os.ErrNotExist) {
+		return bc, nil
+	}
+	if err != nil {
 		return bc, fmt.Errorf("read decisions log: %w", err)
 	}
-	for len(data) > 0 {
-		line, rest, complete := bytes.Cut(data, []byte{'\n'})
-		if !complete {
-			break // a torn last record was never applied
+	defer df.Close()
+	// A torn last record was never applied: Scan stops before it.
+	if _, err := decisionlog.Scan(df, 0, func(l decisionlog.Line) error {
+		if l.OK && carriedDecision(l.Body) {
+			bc.Decisions = append(bc.Decisions, l.Body)
 		}
-		data = rest
-		if body, ok := decisionBody(line); ok {
-			bc.Decisions = append(bc.Decisions, body)
-		}
+		return nil
+	}); err != nil {
+		return bc, fmt.Errorf("read decisions log: %w", err)
 	}
 	return bc, nil
 }
@@ -380,11 +382,11 @@ func (s *Store) writeAndLoad(ctx context.Context, bc BundleConversation) (*conv,
 		return nil, fmt.Errorf("%w: %s was created while the bundle was being imported", ErrExists, bc.ID)
 	}
 	if len(bc.Decisions) > 0 {
-		var buf bytes.Buffer
+		var buf []byte
 		for _, d := range bc.Decisions {
-			buf.Write(frameDecision(d))
+			buf = decisionlog.AppendFrame(buf, d)
 		}
-		if err := writeNewFile(s.decisionsPath(bc.ID), buf.Bytes()); err != nil {
+		if err := writeNewFile(s.decisionsPath(bc.ID), buf); err != nil {
 			return nil, err
 		}
 	}
@@ -400,28 +402,12 @@ func (s *Store) writeAndLoad(ctx context.Context, bc BundleConversation) (*conv,
 	return s.load(ctx, bc.ID, path)
 }
 
-// decisionBody verifies one decisions log line (without its newline) by
-// its checksum and kind alone, so that records of kinds this version does
-// not know, whatever their fields, are carried as they are.
-func decisionBody(line []byte) ([]byte, bool) {
-	if len(line) < 10 || line[8] != ' ' {
-		return nil, false
-	}
-	want, err := strconv.ParseUint(string(line[:8]), 16, 32)
-	if err != nil || crc32.Checksum(line[9:], masterlog.Castagnoli) != uint32(want) {
-		return nil, false
-	}
-	if _, err := decisionKind(line[9:]); err != nil {
-		return nil, false
-	}
-	return line[9:], true
-}
-
-// frameDecision renders a decisions record as its log line.
-func frameDecision(body []byte) []byte {
-	line := fmt.Appendf(nil, "%08x ", crc32.Checksum(body, masterlog.Castagnoli))
-	line = append(line, body...)
-	return append(line, '\n')
+// carriedDecision reports whether a verified decisions log body goes into
+// a bundle. Its kind alone is checked, so that records of kinds this
+// version does not know, whatever their fields, are carried as they are.
+func carriedDecision(body []byte) bool {
+	_, err := decisionKind(body)
+	return err == nil
 }
 
 // writeNewFile writes a file that must not exist yet, atomically (temporary
@@ -459,16 +445,12 @@ func (s *Store) extendConversation(ctx context.Context, bc BundleConversation) (
 	first := len(c.turns) + 1
 	if len(decs) > 0 {
 		if c.dlog == nil {
-			if c.dlog, err = openDecisionLog(s.decisionsPath(c.id)); err != nil {
+			if c.dlog, err = decisionlog.Open(s.decisionsPath(c.id)); err != nil {
 				return 0, 0, err
 			}
 		}
-		var buf bytes.Buffer
-		for _, d := range decs {
-			buf.Write(frameDecision(d))
-		}
-		if err := c.dlog.appendFramed(buf.Bytes()); err != nil {
-			return 0, 0, fmt.Errorf("append to the decisions log of %s: %w", c.id, err)
+		if _, err := c.dlog.AppendAll(decs, true); err != nil {
+			return 0, 0, fmt.Errorf("import into %s: %w", c.id, err)
 		}
 	}
 	if len(msgs) > 0 {
@@ -484,19 +466,4 @@ func (s *Store) extendConversation(ctx context.Context, bc BundleConversation) (
 		s.publish(Change{Kind: ChangeStored, ConversationID: c.id, TurnIDs: turnIDs(first, len(c.turns))})
 	}
 	return len(msgs), len(decs), nil
-}
-
-// appendFramed appends already framed decisions lines and fsyncs them.
-func (l *decisionLog) appendFramed(lines []byte) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, err := l.f.WriteAt(lines, l.end); err != nil {
-		return err
-	}
-	end := l.end + int64(len(lines))
-	if err := l.f.Truncate(end); err != nil {
-		return err
-	}
-	l.end, l.dirty = end, true
-	return l.syncLocked()
 }

@@ -97,8 +97,7 @@ const (
 )
 
 var (
-	// Castagnoli is the CRC-32C table of the master log's checksums; the
-	// derived-decisions log and bundles frame their lines with it too.
+	// Castagnoli is the CRC-32C table of the master log's checksums.
 	Castagnoli = crc32.MakeTable(crc32.Castagnoli)
 	crcMember  = []byte(`,"crc":"`)
 	// ErrDamaged marks a log record that fails its checksum or does not
