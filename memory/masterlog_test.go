@@ -33,7 +33,7 @@ func TestVersion2LogStillReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(&old, `%s,"crc":"%08x"}`+"\n", body[:len(body)-1], crc32.Checksum(body, masterlog.Castagnoli))
+		fmt.Fprintf(&old, `%s,"crc":"%08x"}`+"\n", body[:len(body)-1], crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
 	}
 	if !bytes.Contains(old.Bytes(), []byte(`{"v":2,"seq":1,`)) || !bytes.Contains(old.Bytes(), []byte(`"hash":"`)) {
 		t.Fatalf("not a version 2 log: %.200s", old.Bytes())
@@ -83,7 +83,7 @@ func TestVersion3LogStillReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(&old, `%s,"crc":"%08x"}`+"\n", body[:len(body)-1], crc32.Checksum(body, masterlog.Castagnoli))
+		fmt.Fprintf(&old, `%s,"crc":"%08x"}`+"\n", body[:len(body)-1], crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
 	}
 	if !bytes.HasPrefix(old.Bytes(), []byte(`{"v":3,"seq":1,`)) || bytes.Count(old.Bytes(), []byte(`"hash":"`)) != 1 || !bytes.Contains(old.Bytes(), []byte(`.001234567Z"`)) {
 		t.Fatalf("not a version 3 log: %.300s", old.Bytes())

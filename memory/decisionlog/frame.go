@@ -6,9 +6,9 @@ import (
 	"hash/crc32"
 )
 
-// castagnoli is the CRC-32C table of the checksums. crc32.MakeTable
-// returns the standard library's one Castagnoli table, the one
-// masterlog.Castagnoli names too.
+// castagnoli is the CRC-32C table of the checksums (crc32.MakeTable
+// returns the standard library's one Castagnoli table, which the master
+// log's checksums use too).
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // sumLen is the length of a line's checksum; the body starts after it and

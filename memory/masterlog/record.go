@@ -97,8 +97,8 @@ const (
 )
 
 var (
-	// Castagnoli is the CRC-32C table of the master log's checksums.
-	Castagnoli = crc32.MakeTable(crc32.Castagnoli)
+	// castagnoli is the CRC-32C table of the master log's checksums.
+	castagnoli = crc32.MakeTable(crc32.Castagnoli)
 	crcMember  = []byte(`,"crc":"`)
 	// ErrDamaged marks a log record that fails its checksum or does not
 	// decode: it is skipped and kept aside, never served.
@@ -211,7 +211,7 @@ func Encode(r Record) ([]byte, error) {
 			return nil, err
 		}
 	}
-	sum := crc32.Checksum(body, Castagnoli)
+	sum := crc32.Checksum(body, castagnoli)
 	line := make([]byte, 0, len(body)+crcElemLen)
 	line = append(line, body[:len(body)-1]...)
 	return fmt.Appendf(line, `,"%08x"]`, sum), nil
@@ -258,7 +258,7 @@ func checkSum(line []byte, bodyEnd int, closing byte, seqOf func([]byte) (int, b
 	if err != nil {
 		return 0, fmt.Errorf("%w: unreadable checksum", ErrDamaged)
 	}
-	got := crc32.Update(crc32.Checksum(line[:bodyEnd], Castagnoli), Castagnoli, []byte{closing})
+	got := crc32.Update(crc32.Checksum(line[:bodyEnd], castagnoli), castagnoli, []byte{closing})
 	if uint32(want) != got {
 		return 0, fmt.Errorf("%w: checksum %08x, want %08x", ErrDamaged, got, want)
 	}
