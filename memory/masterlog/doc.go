@@ -14,7 +14,7 @@
 // Since format version 4 (this one) a record is a JSON array whose last
 // element is its checksum:
 //
-//	[4,7,"user","Ana","yes","2024-03-01T09:00:00Z","2026-11-24T02:29:58.457Z","1c291ca3"]
+//	[4,7,"user","Ana","yes","2024-03-01T09:00:00Z","2026-11-24T02:29:58.457Z","66f62035"]
 //
 // The elements are: the version (4), seq, role, name ("" for none),
 // content, ts (when the message was said, as the client gave it, or null),

@@ -3,6 +3,7 @@ package masterlog
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -57,5 +58,34 @@ func TestRecordHashLeftOutWhenDerivable(t *testing.T) {
 				t.Fatalf("decoded hash %q content %q, want %q %q", back.Hash, back.Content, tt.r.Hash, tt.r.Content)
 			}
 		})
+	}
+}
+
+// TestPackageDocRecordsVerify: the version 4 line the package comment
+// shows as the format's example verifies and decodes to what the comment
+// says it holds.
+func TestPackageDocRecordsVerify(t *testing.T) {
+	data, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		line = bytes.TrimSpace(bytes.TrimPrefix(line, []byte("//")))
+		if !bytes.HasPrefix(line, []byte("[4,")) {
+			continue
+		}
+		n++
+		r, err := Decode(line)
+		if err != nil {
+			t.Errorf("documented record %s: %v", line, err)
+			continue
+		}
+		if r.Seq != 7 || r.Role != "user" || r.Name != "Ana" || r.Content != "yes" || r.Timestamp == nil {
+			t.Errorf("documented record %s decodes to %+v", line, r)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no version 4 record in the package comment")
 	}
 }
