@@ -45,7 +45,9 @@
 // lies between two records. With sync set the file is fsync'd before the
 // append returns; without, the record is written (it survives a process
 // crash, not a power loss) and reaches the disk with the next fsync'd
-// append, Sync or Close. A failed write leaves the end where it was. A
+// append, Sync or Close. A failed append (its write, or its fsync) leaves
+// the end where it was and cuts the file back to it, so that nothing the
+// disk took of it is read as a record by the next Open. A
 // whole new file (a rewrite) is put in place by the caller, atomically;
 // a Log on the old file is closed first and opened again after.
 package decisionlog

@@ -73,16 +73,25 @@ func (l *Log) AppendAll(bodies [][]byte, sync bool) (int64, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, err := files.WriteAt(l.f, lines, l.end); err != nil {
+	// On failure the file is cut back to where the append began (best
+	// effort, as for the master log): whole lines the disk took of a
+	// failed append would otherwise be read as records by the next Open,
+	// applying what the caller was told failed.
+	start := l.end
+	if _, err := files.WriteAt(l.f, lines, start); err != nil {
+		_ = l.f.Truncate(start)
 		return 0, fmt.Errorf("append to decisions log: %w", err)
 	}
-	end := l.end + int64(len(lines))
+	end := start + int64(len(lines))
 	if err := l.f.Truncate(end); err != nil {
+		_ = l.f.Truncate(start)
 		return 0, fmt.Errorf("trim decisions log: %w", err)
 	}
 	l.end, l.dirty = end, true
 	if sync {
 		if err := l.syncLocked(); err != nil {
+			_ = l.f.Truncate(start)
+			l.end = start
 			return 0, err
 		}
 	}

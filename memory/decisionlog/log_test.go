@@ -162,3 +162,43 @@ func TestLogWriteFails(t *testing.T) {
 		t.Fatal("Open under a file succeeded")
 	}
 }
+
+// TestLogPartialWriteIsCutBack: a write the disk took part of (here two
+// whole lines of three, then ENOSPC) leaves no record behind it: the
+// store was told the append failed, so the next Open must not read it.
+func TestLogPartialWriteIsCutBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.log")
+	l := openT(t, path)
+	first := appendT(t, l, `{"kind":"a"}`, true)
+	bodies := [][]byte{[]byte(`{"kind":"x1"}`), []byte(`{"kind":"x2"}`), []byte(`{"kind":"x3"}`)}
+	files.WriteHook = func(p string) error {
+		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		part := append(Frame(bodies[0]), Frame(bodies[1])...)
+		if _, err := f.WriteAt(part, first); err != nil {
+			return err
+		}
+		return syscall.ENOSPC
+	}
+	_, err := l.AppendAll(bodies, true)
+	files.WriteHook = nil
+	if !errors.Is(err, syscall.ENOSPC) || l.End() != first {
+		t.Fatalf("failed append: %v, End %d; want ENOSPC, %d", err, l.End(), first)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := readFile(t, path), string(Frame([]byte(`{"kind":"a"}`))); got != want {
+		t.Fatalf("file after the failed append %q, want %q", got, want)
+	}
+	var bodiesRead []string
+	if _, err := Scan(strings.NewReader(readFile(t, path)), 0, func(ln Line) error {
+		bodiesRead = append(bodiesRead, string(ln.Body))
+		return nil
+	}); err != nil || len(bodiesRead) != 1 {
+		t.Fatalf("records read back: %q, %v; want the one before the failed append", bodiesRead, err)
+	}
+}
