@@ -38,9 +38,11 @@ func OpenAppendOnly(path, what string) (*os.File, error) {
 	return f, nil
 }
 
-// WriteAt writes p to f at offset off. It is the one place log bytes (the
-// master logs' and the decisions logs') are written; tests set WriteHook
-// to inject a full disk or hold a writer in its write.
+// WriteAt writes p to f at offset off. Every append to a data directory's
+// own logs (master and decisions) goes through it, so that tests can set
+// WriteHook to inject a full disk or hold a writer in its write. (A
+// shared store's local cache of the shared logs is written without it: it
+// is rebuilt from them.)
 func WriteAt(f *os.File, p []byte, off int64) (int, error) {
 	if WriteHook != nil {
 		if err := WriteHook(f.Name()); err != nil {
