@@ -106,7 +106,21 @@ func (k *Keyword) Tag(ctx context.Context, in Input) (Result, error) {
 		return Result{}, fmt.Errorf("tagging: %w", err)
 	}
 	var buf [128]token
-	toks := tokenize(in.Text, buf[:0])
+	return k.tag(tokenize(in.Text, buf[:0]), in), nil
+}
+
+// TagTokens is Tag of the text t holds (in.Text is not read), for a caller
+// that has tokenized the text already.
+func (k *Keyword) TagTokens(ctx context.Context, t *Tokens, in Input) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, fmt.Errorf("tagging: %w", err)
+	}
+	in.Text = t.text
+	return k.tag(t.toks, in), nil
+}
+
+// tag tags the turn in.Text, tokenized as toks.
+func (k *Keyword) tag(toks []token, in Input) Result {
 	res := Result{Source: "keyword"}
 	res.Temporal = detectOrder(toks) != ""
 	res.Rule = detectRule(toks)
@@ -115,7 +129,7 @@ func (k *Keyword) Tag(ctx context.Context, in Input) (Result, error) {
 	// As in ClassifyQuery, an overview request that names a topic is not broad.
 	res.Broad = len(cs) == 0 && detectBroad(toks)
 	if len(cs) == 0 {
-		return inherit(res, in.Previous, k.maxTags), nil
+		return inherit(res, in.Previous, k.maxTags)
 	}
 	slices.SortFunc(cs, func(a, b cand) int {
 		if a.score != b.score {
@@ -148,7 +162,7 @@ func (k *Keyword) Tag(ctx context.Context, in Input) (Result, error) {
 		}
 	}
 	res.Primary = res.Tags[0]
-	return res, nil
+	return res
 }
 
 // inherit tags a turn with no topical content: the previous turn's tags if

@@ -475,7 +475,11 @@ type DateMention struct {
 // ("yesterday", "two weeks ago") are resolved against now.
 func FindDates(text string, now time.Time) []DateMention {
 	var buf [64]token
-	toks := tokenize(text, buf[:0])
+	return dateMentions(text, tokenize(text, buf[:0]), now)
+}
+
+// dateMentions is FindDates of text, tokenized as toks.
+func dateMentions(text string, toks []token, now time.Time) []DateMention {
 	ds := findDates(toks, now)
 	out := make([]DateMention, 0, len(ds))
 	for _, d := range ds {

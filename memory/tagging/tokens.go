@@ -2,6 +2,7 @@ package tagging
 
 import (
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -86,7 +87,7 @@ func tokenize(text string, buf []token) []token {
 		start := i
 		hasUpperInside, hasLower := false, false
 		t := token{pos: start, sentStart: sent, brk: brk, prevP: last, ident: inTick, code: inFence}
-		first := true
+		first, curly := true, false // curly: joined by a ’
 		for i < len(text) {
 			c := text[i]
 			r, size := rune(c), 1
@@ -123,6 +124,7 @@ func tokenize(text string, buf []token) []token {
 						if c == '.' || c == '_' {
 							t.ident = true
 						}
+						curly = curly || r == '’'
 						i = j
 						continue
 					}
@@ -140,7 +142,7 @@ func tokenize(text string, buf []token) []token {
 			continue
 		}
 		t.low = strings.ToLower(t.text)
-		if strings.Contains(t.low, "’") {
+		if curly && strings.Contains(t.low, "’") { // only a joiner can be one
 			t.low = strings.ReplaceAll(t.low, "’", "'")
 		}
 		t.lex = lex[t.low]
@@ -162,6 +164,32 @@ func tokenize(text string, buf []token) []token {
 	return toks
 }
 
+// Tokens is a text split into words once, for a caller that asks several
+// things of the same text (the extractive summariser wants each sentence's
+// terms, dates and tags): Terms, FindDates and Keyword.TagTokens answer as
+// Terms, FindDates and Keyword.Tag do on the text, without splitting it
+// again. The zero value holds the empty text. Reset reuses a Tokens' memory
+// for the next text; a Tokens is not safe for concurrent use.
+type Tokens struct {
+	text string
+	toks []token
+}
+
+// Reset makes t hold text.
+func (t *Tokens) Reset(text string) {
+	if t.toks == nil {
+		t.toks = make([]token, 0, 64)
+	}
+	t.text = text
+	t.toks = tokenize(text, t.toks[:0])
+}
+
+// Terms is Terms(text) of the text t holds.
+func (t *Tokens) Terms() []string { return terms(t.toks) }
+
+// FindDates is FindDates(text, now) of the text t holds.
+func (t *Tokens) FindDates(now time.Time) []DateMention { return dateMentions(t.text, t.toks, now) }
+
 func isWordRune(r rune) bool {
 	if r < utf8.RuneSelf {
 		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
@@ -178,7 +206,11 @@ func isSpaceOrQuote(c byte) bool {
 // extractive summariser share it.
 func Terms(text string) []string {
 	var buf [64]token
-	toks := tokenize(text, buf[:0])
+	return terms(tokenize(text, buf[:0]))
+}
+
+// terms is Terms of a text tokenized as toks.
+func terms(toks []token) []string {
 	out := make([]string, 0, len(toks)/2)
 	seen := make(map[string]struct{}, len(toks))
 	for i := range toks {
