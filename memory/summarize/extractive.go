@@ -1,11 +1,14 @@
 package summarize
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -75,7 +78,11 @@ func NewExtractive(opts *ExtractiveOptions) *Extractive {
 // EstimateTokens is the default token counter: 4 tokens per 3 words,
 // rounded to the nearest.
 func EstimateTokens(s string) int {
-	return (len(strings.Fields(s))*4 + 1) / 3
+	words := 0
+	for range strings.FieldsSeq(s) {
+		words++
+	}
+	return (words*4 + 1) / 3
 }
 
 // sentence is one candidate sentence.
@@ -86,11 +93,16 @@ type sentence struct {
 	pos     int    // global order
 	score   float64
 	tokens  int
-	terms   []string
 	keep    bool     // must be kept if anything is (Single: answers the question)
 	facts   []string // its numbers and names, lowercased: what a pick covers
 	chosen  bool
 	dateNow time.Time
+
+	// What analyse finds in the text, once for score, extract and fit.
+	words []string              // strings.Fields(text)
+	terms []string              // tagging.Terms(text)
+	dates []tagging.DateMention // tagging.FindDates(text, dateNow)
+	cues  cueKind               // the kinds of cue phrase it holds
 }
 
 // Summarize summarises in according to in.Kind. Errors wrap ErrEmpty,
@@ -168,6 +180,11 @@ func (e *Extractive) Summarize(ctx context.Context, in Input) (Result, error) {
 	if len(ss) == 0 {
 		return Result{}, fmt.Errorf("summarize: %s %q: %w", in.Kind, in.Tag, ErrEmpty)
 	}
+	var topics *topicTally
+	if in.Kind == Tag {
+		topics = newTopicTally(in.Tag)
+	}
+	e.analyse(ss, topics)
 	e.score(ss, in)
 	e.extract(ss, &res)
 	for _, t := range in.Turns {
@@ -176,7 +193,7 @@ func (e *Extractive) Summarize(ctx context.Context, in Input) (Result, error) {
 		}
 	}
 	if in.Kind == Tag {
-		res.Description = describe(e.tagger, in.Tag, ss, res.Entities, len(in.Segments))
+		res.Description = topics.describe(res.Entities, len(in.Segments))
 	}
 	sum, err := e.fit(ss, budget, in.Kind != Single)
 	if err != nil {
@@ -289,22 +306,108 @@ var (
 		"yeah", "no", "hi", "hey", "hello", "sounds", "perfect", "wow", "oh", "good", "glad", "aw", "aww"}
 )
 
-func hasCue(low string, cues []string) bool {
-	for _, c := range cues {
-		if strings.Contains(low, c) {
-			return true
-		}
-	}
-	return false
+// cueKind is a set of kinds of cue phrase.
+type cueKind uint8
+
+const (
+	cueDecision cueKind = 1 << iota
+	cueAction
+	cuePreference
+	cueFact
+)
+
+type cuePhrase struct {
+	text string
+	kind cueKind
 }
 
-// score rates every sentence.
+// cueIndex lists the cue phrases by their second byte, the one after the
+// space every cue phrase starts with.
+var cueIndex = func() *[256][]cuePhrase {
+	var idx [256][]cuePhrase
+	for _, l := range []struct {
+		cues []string
+		kind cueKind
+	}{{decisionCues, cueDecision}, {actionCues, cueAction}, {preferenceCues, cuePreference}, {factCues, cueFact}} {
+		for _, c := range l.cues {
+			if len(c) < 3 || c[0] != ' ' {
+				panic("summarize: cue phrase " + strconv.Quote(c) + " is not a space and two bytes or more")
+			}
+			idx[c[1]] = append(idx[c[1]], cuePhrase{c, l.kind})
+		}
+	}
+	return &idx
+}()
+
+// findCues returns the kinds of cue phrase that text holds: those of which
+// a phrase is in " " + strings.ToLower(text) + " ". As every phrase starts
+// with a space, it tries only the phrases indexed under the byte after each
+// space.
+func findCues(text string) cueKind {
+	var b strings.Builder
+	b.Grow(len(text) + 2)
+	b.WriteByte(' ')
+	appendLower(&b, text)
+	b.WriteByte(' ')
+	low := b.String()
+	var found cueKind
+	for i := strings.IndexByte(low, ' '); i >= 0 && i+1 < len(low); {
+		for _, c := range cueIndex[low[i+1]] {
+			if found&c.kind == 0 && strings.HasPrefix(low[i:], c.text) {
+				found |= c.kind
+			}
+		}
+		j := strings.IndexByte(low[i+1:], ' ')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return found
+}
+
+// analyse finds what score, extract and fit use of each sentence's text
+// (its words, terms, dates and cue phrases), tokenizing it once; with
+// topics, it also tallies the sentences' keyword tags.
+func (e *Extractive) analyse(ss []sentence, topics *topicTally) {
+	var toks tagging.Tokens
+	for i := range ss {
+		s := &ss[i]
+		toks.Reset(s.text)
+		s.words = strings.Fields(s.text)
+		s.terms = toks.Terms()
+		s.dates = toks.FindDates(s.dateNow)
+		s.cues = findCues(s.text)
+		if topics != nil {
+			topics.add(e.tagger, &toks)
+		}
+	}
+}
+
+// appendLower writes strings.ToLower(s) to b, straight for ASCII.
+func appendLower(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			b.WriteString(strings.ToLower(s))
+			return
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+	}
+}
+
+// score rates every sentence, as analyse has analysed it.
 func (e *Extractive) score(ss []sentence, in Input) {
-	tagWords := map[string]bool{}
+	var tagWords []string
 	for _, t := range append([]string{in.Tag}, in.Tags...) {
 		for w := range strings.SplitSeq(t, "-") {
 			if len(w) > 2 {
-				tagWords[w] = true
+				tagWords = append(tagWords, w)
 			}
 		}
 	}
@@ -319,18 +422,16 @@ func (e *Extractive) score(ss []sentence, in Input) {
 	}
 	for i := range ss {
 		s := &ss[i]
-		low := " " + strings.ToLower(s.text) + " "
-		words := strings.Fields(s.text)
-		s.terms = tagging.Terms(s.text)
+		words := s.words
 		sc := 0.5
 		nums, names, alpha := 0, 0, 0
 		s.facts = s.facts[:0]
 		for k, w := range words {
-			w = strings.Trim(w, ".,;:!?()[]\"'`*")
+			w = wordPunct.trim(w)
 			if w == "" {
 				continue
 			}
-			if strings.ContainsAny(w, "0123456789") {
+			if hasDigit(w) {
 				nums++
 				s.facts = append(s.facts, strings.ToLower(w))
 			}
@@ -347,23 +448,23 @@ func (e *Extractive) score(ss []sentence, in Input) {
 		}
 		sc += 1.5 * float64(min(nums, 3))
 		sc += 1.2 * float64(min(names, 3))
-		if len(tagging.FindDates(s.text, s.dateNow)) > 0 {
+		if len(s.dates) > 0 {
 			sc += 2.5
 		}
 		switch {
-		case hasCue(low, decisionCues):
+		case s.cues&cueDecision != 0:
 			sc += 6
-		case hasCue(low, actionCues):
+		case s.cues&cueAction != 0:
 			sc += 3
 		}
-		if hasCue(low, preferenceCues) {
+		if s.cues&cuePreference != 0 {
 			sc += 2.5
-		} else if hasCue(low, factCues) {
+		} else if s.cues&cueFact != 0 {
 			sc += 1
 		}
 		hits := 0
 		for _, w := range s.terms {
-			if tagWords[w] || tagWords[tagging.Canonicalize(w, nil)] {
+			if len(tagWords) > 0 && (contains(tagWords, w) || contains(tagWords, tagging.Canonicalize(w, nil))) {
 				hits++
 			}
 			if around[w] {
@@ -406,12 +507,16 @@ func isName(w string) bool {
 
 // isIdent: code-ish tokens (snake_case, dotted.names, camelCase, v1.2).
 func isIdent(w string) bool {
-	if strings.Contains(w, "_") || strings.Contains(w, "()") {
-		return true
-	}
 	upperInside, letters, digits := false, false, false
+	dot := -1 // the first '.'
 	for i, r := range w {
 		switch {
+		case r == '_' || r == '(' && strings.HasPrefix(w[i+1:], ")"):
+			return true
+		case r == '.':
+			if dot < 0 {
+				dot = i
+			}
 		case unicode.IsUpper(r):
 			if i > 0 {
 				upperInside = true
@@ -423,76 +528,120 @@ func isIdent(w string) bool {
 			digits = true
 		}
 	}
-	if k := strings.IndexByte(w, '.'); k > 0 && k < len(w)-1 && letters {
+	if dot > 0 && dot < len(w)-1 && letters {
 		return true
 	}
 	return upperInside || letters && digits
 }
 
-// extract fills Entities, Decisions, ActionItems and Dates from every sentence.
-func (e *Extractive) extract(ss []sentence, res *Result) {
-	type ent struct {
-		first, n int
+// hasDigit is strings.ContainsAny(w, "0123456789").
+func hasDigit(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if '0' <= w[i] && w[i] <= '9' {
+			return true
+		}
 	}
-	ents := map[string]*ent{}
-	var order []string
+	return false
+}
+
+// A cutset is a set of ASCII bytes to trim.
+type cutset [utf8.RuneSelf]bool
+
+func newCutset(chars string) *cutset {
+	var c cutset
+	for i := 0; i < len(chars); i++ {
+		c[chars[i]] = true
+	}
+	return &c
+}
+
+// trim is strings.Trim(s, chars) of the chars c was made from, without
+// making the set again on every call.
+func (c *cutset) trim(s string) string {
+	for len(s) > 0 && s[0] < utf8.RuneSelf && c[s[0]] {
+		s = s[1:]
+	}
+	for len(s) > 0 && s[len(s)-1] < utf8.RuneSelf && c[s[len(s)-1]] {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// The punctuation trimmed off words: wordPunct to find numbers and names,
+// namePunct to find entities (whose `quoted` code stays quoted).
+var (
+	wordPunct = newCutset(".,;:!?()[]\"'`*")
+	namePunct = newCutset(".,;:!?()[]\"'*")
+)
+
+// extract fills Entities, Decisions, ActionItems and Dates from every
+// sentence, as analyse has analysed it.
+func (e *Extractive) extract(ss []sentence, res *Result) {
+	type entity struct {
+		name string
+		n    int // mentions
+	}
+	var ents []entity         // in order of first mention
+	entAt := map[string]int{} // name -> index in ents
+	var run []string          // consecutive capitalised words make one name
+	flush := func() {
+		if len(run) == 0 {
+			return
+		}
+		w := strings.Join(run, " ")
+		run = run[:0]
+		if j, ok := entAt[w]; ok {
+			ents[j].n++
+			return
+		}
+		entAt[w] = len(ents)
+		ents = append(ents, entity{name: w, n: 1})
+	}
 	dates := map[string]bool{}
 	for i := range ss {
 		s := &ss[i]
-		words := strings.Fields(s.text)
-		var run []string // consecutive capitalised words make one name
-		flush := func() {
-			if len(run) == 0 {
-				return
-			}
-			w := strings.Join(run, " ")
-			run = run[:0]
-			if x, ok := ents[w]; ok {
-				x.n++
-				return
-			}
-			ents[w] = &ent{first: len(order), n: 1}
-			order = append(order, w)
-		}
+		words := s.words
 		for k, raw := range words {
-			w := strings.Trim(raw, ".,;:!?()[]\"'*")
+			w := namePunct.trim(raw)
 			w = strings.TrimSuffix(strings.TrimSuffix(w, "'s"), "’s")
 			bt := strings.HasPrefix(w, "`") || strings.HasSuffix(w, "`")
 			w = strings.Trim(w, "`")
-			initialName := k == 0 && k+1 < len(words) && isName(w) && !opener(w) && isName(strings.Trim(words[1], ".,;:!?()[]\"'*`"))
-			if len(w) < 2 || !(bt || isIdent(w) || (k > 0 || initialName) && isName(w) && !monthOrDay(w)) {
+			initialName := k == 0 && k+1 < len(words) && isName(w) && !opener(w) && isName(wordPunct.trim(words[1]))
+			ident := isIdent(w)
+			if len(w) < 2 || !(bt || ident || (k > 0 || initialName) && isName(w) && !monthOrDay(w)) {
 				flush()
 				continue
 			}
 			run = append(run, w)
-			if bt || isIdent(w) || strings.ContainsAny(raw[len(raw)-1:], ".,;:!?)") {
+			if bt || ident || strings.IndexByte(".,;:!?)", raw[len(raw)-1]) >= 0 {
 				flush()
 			}
 		}
 		flush()
-		for _, d := range tagging.FindDates(s.text, s.dateNow) {
+		for _, d := range s.dates {
 			if !dates[d.Text] {
 				dates[d.Text] = true
 				res.Dates = append(res.Dates, d.Text)
 			}
 		}
-		low := " " + strings.ToLower(s.text) + " "
+		if s.cues&(cueDecision|cueAction) == 0 {
+			continue
+		}
 		item := s.text
 		if s.label != "" {
 			item = s.label + ": " + s.text
 		}
 		switch {
-		case hasCue(low, decisionCues) && len(res.Decisions) < 10 && !contains(res.Decisions, item):
+		case s.cues&cueDecision != 0 && len(res.Decisions) < 10 && !contains(res.Decisions, item):
 			res.Decisions = append(res.Decisions, item)
-		case hasCue(low, actionCues) && len(res.ActionItems) < 10 && !strings.HasSuffix(s.text, "?") && !contains(res.ActionItems, item):
+		case s.cues&cueAction != 0 && len(res.ActionItems) < 10 && !strings.HasSuffix(s.text, "?") && !contains(res.ActionItems, item):
 			res.ActionItems = append(res.ActionItems, item)
 		}
 	}
-	sort.SliceStable(order, func(i, j int) bool { return ents[order[i]].n > ents[order[j]].n })
-	if len(order) > 20 {
-		order = order[:20]
+	slices.SortStableFunc(ents, func(a, b entity) int { return cmp.Compare(b.n, a.n) })
+	for _, x := range ents[:min(len(ents), 20)] {
+		res.Entities = append(res.Entities, x.name)
 	}
-	res.Entities = order
 	if len(res.Dates) > 20 {
 		res.Dates = res.Dates[:20]
 	}
@@ -527,12 +676,20 @@ func (e *Extractive) fit(ss []sentence, budget int, labelled bool) (string, erro
 	for i := range byScore {
 		byScore[i] = i
 	}
-	sort.SliceStable(byScore, func(a, b int) bool {
-		sa, sb := &ss[byScore[a]], &ss[byScore[b]]
-		if sa.keep != sb.keep {
-			return sa.keep
+	slices.SortStableFunc(byScore, func(a, b int) int {
+		sa, sb := &ss[a], &ss[b]
+		switch {
+		case sa.keep != sb.keep:
+			if sa.keep {
+				return -1
+			}
+			return 1
+		case sa.score > sb.score:
+			return -1
+		case sa.score < sb.score:
+			return 1
 		}
-		return sa.score > sb.score
+		return 0
 	})
 	top := byScore[0]
 	used := 0
@@ -542,16 +699,23 @@ func (e *Extractive) fit(ss []sentence, budget int, labelled bool) (string, erro
 	// Greedy by marginal value: a sentence's score less what the picked
 	// ones already say (its numbers and names already covered), so a
 	// summary carries more distinct facts instead of one fact twice.
+	value := make([]float64, len(ss)) // by sentence, valid while valued
+	valued := false
 	for len(byScore) > 0 {
+		if !valued {
+			for _, i := range byScore {
+				s := &ss[i]
+				value[i] = s.score - coverPenalty*float64(coveredFacts(s, covered))
+				if s.keep {
+					value[i] = math.Inf(1)
+				}
+			}
+			valued = true // until a pick covers another fact
+		}
 		best, bestV := 0, math.Inf(-1)
 		for j, i := range byScore {
-			s := &ss[i]
-			v := s.score - coverPenalty*float64(coveredFacts(s, covered))
-			if s.keep {
-				v = math.Inf(1)
-			}
-			if v > bestV {
-				best, bestV = j, v
+			if value[i] > bestV {
+				best, bestV = j, value[i]
 			}
 		}
 		i := byScore[best]
@@ -577,7 +741,10 @@ func (e *Extractive) fit(ss []sentence, budget int, labelled bool) (string, erro
 		s.chosen = true
 		picked = append(picked, s)
 		for _, f := range s.facts {
-			covered[f] = true
+			if !covered[f] {
+				covered[f] = true
+				valued = false
+			}
 		}
 	}
 	// The estimate may be off for a real tokenizer: drop the weakest until
@@ -697,36 +864,50 @@ func (e *Extractive) cut(prefix, text string, budget int) (string, bool) {
 	return "", false
 }
 
-// describe writes the one-line description of a tag: what it covers.
-func describe(tagger *tagging.Keyword, tag string, ss []sentence, entities []string, segments int) string {
-	counts := map[string]int{}
-	var order []string
-	skip := map[string]bool{}
+// topicTally counts the keyword tags of a tag's sentences, in order, for
+// the tag's description.
+type topicTally struct {
+	tag    string
+	skip   map[string]bool
+	vocab  map[string]int
+	counts map[string]int
+	order  []string
+}
+
+func newTopicTally(tag string) *topicTally {
+	t := &topicTally{tag: tag, skip: map[string]bool{}, vocab: map[string]int{}, counts: map[string]int{}}
 	for w := range strings.SplitSeq(tag, "-") {
-		skip[w] = true
+		t.skip[w] = true
 	}
-	vocab := map[string]int{}
-	for i := range ss {
-		r, err := tagger.Tag(context.Background(), tagging.Input{Text: ss[i].text, Vocabulary: vocab})
-		if err != nil || r.Source != "keyword" {
+	return t
+}
+
+// add tallies the tags of the next sentence, tokenized as toks.
+func (t *topicTally) add(tagger *tagging.Keyword, toks *tagging.Tokens) {
+	r, err := tagger.TagTokens(context.Background(), toks, tagging.Input{Vocabulary: t.vocab})
+	if err != nil || r.Source != "keyword" {
+		return
+	}
+	for _, w := range r.Tags {
+		t.vocab[w]++
+		if t.skip[w] || w == t.tag || len(w) < 3 {
 			continue
 		}
-		for _, w := range r.Tags {
-			vocab[w]++
-			if skip[w] || w == tag || len(w) < 3 {
-				continue
-			}
-			if counts[w] == 0 {
-				order = append(order, w)
-			}
-			counts[w]++
+		if t.counts[w] == 0 {
+			t.order = append(t.order, w)
 		}
+		t.counts[w]++
 	}
-	sort.SliceStable(order, func(i, j int) bool { return counts[order[i]] > counts[order[j]] })
+}
+
+// describe writes the one-line description of the tag: what it covers.
+func (t *topicTally) describe(entities []string, segments int) string {
+	order := t.order
+	sort.SliceStable(order, func(i, j int) bool { return t.counts[order[i]] > t.counts[order[j]] })
 	if len(order) > 8 {
 		order = order[:8]
 	}
-	name := strings.ReplaceAll(tag, "-", " ")
+	name := strings.ReplaceAll(t.tag, "-", " ")
 	if name == "" {
 		name = "This topic"
 	}

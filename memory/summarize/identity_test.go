@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -93,7 +94,7 @@ func WriteIdentity(path string, cases []IdentityCase) error {
 	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
 
-func readIdentity(t *testing.T) []IdentityCase {
+func readIdentity(t testing.TB) []IdentityCase {
 	t.Helper()
 	f, err := os.Open(identityPath)
 	if err != nil {
@@ -148,4 +149,26 @@ func TestIdentity(t *testing.T) {
 			t.Errorf("got %d cases of kind %s, want at least 20", kinds[k], k)
 		}
 	}
+}
+
+// BenchmarkStoreInputs summarises the corpus's inputs that a real store
+// asked for while it ingested (segments and tag rollups), as compaction
+// does during ingest.
+func BenchmarkStoreInputs(b *testing.B) {
+	var ins []Input
+	for _, c := range readIdentity(b) {
+		if strings.HasPrefix(c.Name, "store-") {
+			ins = append(ins, c.Input)
+		}
+	}
+	e := NewExtractive(nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, in := range ins {
+			if _, err := e.Summarize(context.Background(), in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(len(ins))*float64(b.N)/b.Elapsed().Seconds(), "summaries/s")
 }
