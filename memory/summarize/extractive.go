@@ -342,7 +342,7 @@ var cueIndex = func() *[256][]cuePhrase {
 // findCues returns the kinds of cue phrase that text holds: those of which
 // a phrase is in " " + strings.ToLower(text) + " ". As every phrase starts
 // with a space, it tries only the phrases indexed under the byte after each
-// space.
+// space, and compares the whole phrase only when the next byte matches too.
 func findCues(text string) cueKind {
 	var b strings.Builder
 	b.Grow(len(text) + 2)
@@ -351,17 +351,15 @@ func findCues(text string) cueKind {
 	b.WriteByte(' ')
 	low := b.String()
 	var found cueKind
-	for i := strings.IndexByte(low, ' '); i >= 0 && i+1 < len(low); {
+	for i := 0; i+2 < len(low); i++ { // a phrase has 3 bytes or more
+		if low[i] != ' ' {
+			continue
+		}
 		for _, c := range cueIndex[low[i+1]] {
-			if found&c.kind == 0 && strings.HasPrefix(low[i:], c.text) {
+			if found&c.kind == 0 && c.text[2] == low[i+2] && strings.HasPrefix(low[i:], c.text) {
 				found |= c.kind
 			}
 		}
-		j := strings.IndexByte(low[i+1:], ' ')
-		if j < 0 {
-			break
-		}
-		i += 1 + j
 	}
 	return found
 }
