@@ -344,12 +344,7 @@ var cueIndex = func() *[256][]cuePhrase {
 // with a space, it tries only the phrases indexed under the byte after each
 // space, and compares the whole phrase only when the next byte matches too.
 func findCues(text string) cueKind {
-	var b strings.Builder
-	b.Grow(len(text) + 2)
-	b.WriteByte(' ')
-	appendLower(&b, text)
-	b.WriteByte(' ')
-	low := b.String()
+	low := " " + strings.ToLower(text) + " "
 	var found cueKind
 	for i := 0; i+2 < len(low); i++ { // a phrase has 3 bytes or more
 		if low[i] != ' ' {
@@ -379,23 +374,6 @@ func (e *Extractive) analyse(ss []sentence, topics *topicTally) {
 		if topics != nil {
 			topics.add(e.tagger, &toks)
 		}
-	}
-}
-
-// appendLower writes strings.ToLower(s) to b, straight for ASCII.
-func appendLower(b *strings.Builder, s string) {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			b.WriteString(strings.ToLower(s))
-			return
-		}
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b.WriteByte(c)
 	}
 }
 
