@@ -52,16 +52,9 @@ func (s *Store) quarantine(id string, items []masterlog.Damage) error {
 		return fmt.Errorf("create quarantine directory: %w", err)
 	}
 	path := filepath.Join(dir, fileName(id)+logExt)
-	seen := map[string]bool{}
-	if data, err := os.ReadFile(path); err == nil {
-		for _, line := range splitLines(data) {
-			var q quarantined
-			if json.Unmarshal(line, &q) == nil {
-				seen[q.Key] = true
-			}
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("read quarantine file: %w", err)
+	seen, err := quarantinedKeys(path)
+	if err != nil {
+		return err
 	}
 	var buf []byte
 	for _, d := range items {

@@ -21,7 +21,7 @@ import (
 func addCommands(root *cobra.Command) {
 	cmds := []*cobra.Command{statusCommand(), tagsCommand(), domainsCommand(), recallCommand(),
 		compactCommand(), retrieveCommand(), transformCommand(), aliasesCommand(),
-		configCommand(), initCommand()}
+		configCommand(), initCommand(), checkCommand()}
 	root.AddCommand(cmds...)
 	for _, c := range cmds {
 		wrapLong(c)

@@ -158,6 +158,11 @@ func TestCLIWhileHostConnected(t *testing.T) {
 	if !strings.Contains(out, "served by: the shared vc-mcp server") || !strings.Contains(out, "turns: 2") {
 		t.Fatalf("status while a host is connected:\n%s", out)
 	}
+	// check cannot read vc.db while the shared server holds it: it checks
+	// the logs and says so.
+	if out := cliOK(t, env, "", "check"); !strings.Contains(out, "vc.db: in use by a running vc-mcp") || !strings.Contains(out, "2 records") || !strings.Contains(out, "0 problem(s)") {
+		t.Errorf("check while a host is connected:\n%s", out)
+	}
 	if out := cliOK(t, env, "", "tags"); !strings.Contains(out, "kubernetes") {
 		t.Errorf("tags through the shared server: %q", out)
 	}

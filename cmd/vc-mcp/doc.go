@@ -3,6 +3,7 @@
 //
 //	vc-mcp [serve] [flags]         serve MCP over stdio (or --http ADDR)
 //	vc-mcp rebuild [flags]         recreate vc.db and the index from the master logs
+//	vc-mcp check [flags]           verify the logs and vc.db without changing them
 //	vc-mcp model ...               manage the local embedding model
 //	vc-mcp bench ...               run the benchmarks
 //	vc-mcp cost-report ...         report LLM usage and cost

@@ -51,6 +51,8 @@ usage:
                              for Streamable HTTP at /mcp and legacy SSE at /sse
   vc-mcp proxy --upstream URL  an LLM API proxy that adds memory (OpenAI, Anthropic, Gemini)
   vc-mcp rebuild [flags]     recreate vc.db and the index from the master logs
+  vc-mcp check [--conversation ID] [--json]
+                             verify the logs and vc.db without changing them
   vc-mcp model ...           manage the local embedding model
   vc-mcp bench ...           run the benchmarks (locomo, scale)
   vc-mcp cost-report ...     report LLM usage and cost

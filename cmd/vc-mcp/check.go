@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vc-mcp/vc-mcp/memory"
+)
+
+// checkCommand verifies a data directory without changing it.
+func checkCommand() *cobra.Command {
+	var f memFlags
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "verify the data directory without changing it",
+		Long: "Verify every record of every master log and every line of every decisions log, run bbolt's consistency check on vc.db, " +
+			"and compare each conversation's committed state with its logs, writing nothing. " +
+			"Each finding is a problem (something is lost or damaged, or needs you) or a notice (the next start repairs it by itself), with what to do. " +
+			"While a vc-mcp server holds the directory, vc.db cannot be read and the logs alone are checked: stop it (vc-mcp daemon stop) for a full check. " +
+			"Exit status 1 when a problem was found.",
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.dataDir, "data-dir", "", "data directory `DIR` (default: the per-user one, or VC_DATA_DIR)")
+	fl.StringVar(&f.config, "config", "", "YAML config `FILE` (default ~/.config/vc-mcp/config.yaml, or VC_CONFIG)")
+	fl.StringVar(&f.conversation, "conversation", "", "check only the conversation `ID` (default: every one)")
+	fl.BoolVar(&f.json, "json", false, "print JSON for scripts instead of text for people")
+	fl.SortFlags = false
+	cmd.Args = exactArgs(0, "")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := f.settings()
+		if err != nil {
+			return err
+		}
+		rep, err := memory.Check(cmd.Context(), cfg.DataDir, f.conversation)
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		if f.json {
+			if err := writeJSON(out, rep); err != nil {
+				return err
+			}
+		} else {
+			printCheck(out, rep)
+		}
+		if rep.Problems > 0 {
+			return fmt.Errorf("check: %d problem(s) in %s", rep.Problems, rep.Dir)
+		}
+		return nil
+	}
+	return cmd
+}
+
+func printCheck(w io.Writer, rep memory.CheckReport) {
+	fmt.Fprintf(w, "data directory %s\n", rep.Dir)
+	switch rep.DB {
+	case memory.DBOK:
+		fmt.Fprintln(w, "vc.db: ok (bbolt's consistency check passed)")
+	case memory.DBMissing:
+		fmt.Fprintln(w, "vc.db: missing; the next start makes it again from the logs")
+	case memory.DBInUse:
+		fmt.Fprintln(w, "vc.db: in use by a running vc-mcp, so the logs alone were checked; stop it (vc-mcp daemon stop) for a full check")
+	default:
+		fmt.Fprintf(w, "vc.db: %s\n", rep.DB)
+		for _, e := range rep.DBErrors {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+		if rep.DBAction != "" {
+			fmt.Fprintf(w, "  -> %s\n", rep.DBAction)
+		}
+	}
+	notices := 0
+	for _, cc := range rep.Conversations {
+		turns := ""
+		if rep.DB == memory.DBOK {
+			turns = fmt.Sprintf(", %d turns in vc.db", cc.Turns)
+		}
+		fmt.Fprintf(w, "conversation %s: %d records (%d bytes), %d decisions%s\n", cc.ID, cc.Records, cc.LogBytes, cc.Decisions, turns)
+		for _, fd := range cc.Findings {
+			if fd.Level == memory.LevelNotice {
+				notices++
+			}
+			fmt.Fprintf(w, "  %s: %s\n", fd.Level, fd.What)
+			if fd.Action != "" {
+				fmt.Fprintf(w, "    -> %s\n", fd.Action)
+			}
+		}
+	}
+	if len(rep.Conversations) == 0 {
+		fmt.Fprintln(w, "no conversation stored")
+	}
+	fmt.Fprintf(w, "%d problem(s), %d notice(s)\n", rep.Problems, notices)
+}
