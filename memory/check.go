@@ -311,7 +311,10 @@ func checkConversation(dir, id string, c *conv) (ConversationCheck, error) {
 			notice("the next start replays them (a crash came between the log's fsync and vc.db's commit)",
 				"%d record(s) after the last commit", fresh)
 		}
-		if behind := known - c.meta.IndexedThrough; behind > 0 {
+		if _, err := os.Stat(filepath.Join(dir, indexDir)); errors.Is(err, fs.ErrNotExist) && known > 0 {
+			notice("a server rebuilds it in the background; recall and find_quote say they are catching up meanwhile",
+				"the search index (%s/) is missing", indexDir)
+		} else if behind := known - c.meta.IndexedThrough; behind > 0 {
 			notice("a server catches the index up in the background; recall and find_quote say so meanwhile",
 				"the search index is %d turn(s) behind", behind)
 		}

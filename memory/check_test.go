@@ -77,6 +77,11 @@ func TestCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, want{db: DBDamaged, problems: 1, records: 50}},
+		{"index missing", func(t *testing.T, dir string) {
+			if err := os.RemoveAll(filepath.Join(dir, indexDir)); err != nil {
+				t.Fatal(err)
+			}
+		}, want{db: DBOK, records: 50, findings: []string{"the search index (index.bleve/) is missing"}}},
 		{"decision damaged", func(t *testing.T, dir string) {
 			garble(t, filepath.Join(dir, decisionsDir, "c.log"), 1)
 		}, want{db: DBOK, problems: 1, records: 50, findings: []string{"decision line(s) fail verification, at byte(s) 0"}}},
