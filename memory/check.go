@@ -61,6 +61,9 @@ func Check(ctx context.Context, dir, id string) (CheckReport, error) {
 	if err != nil {
 		return rep, err
 	}
+	if id != "" && metas[id] == nil && !exists(filepath.Join(dir, logsDir, fileName(id)+logExt)) && !exists(filepath.Join(dir, logsDir, id+logExt)) {
+		return rep, fmt.Errorf("check %s: %w: no conversation %q is stored there", dir, ErrNotFound, id)
+	}
 	for _, cid := range ids {
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -234,6 +237,10 @@ func checkConversation(dir, id string, c *conv) (ConversationCheck, error) {
 
 	// The master log.
 	path := filepath.Join(dir, logsDir, file+logExt)
+	if legacy := filepath.Join(dir, logsDir, id+logExt); legacy != path && !exists(path) && exists(legacy) {
+		path = legacy
+		notice("the next start renames it", "the master log has its old-style name (%s), which may clash with another id's on a case-insensitive file system", id+logExt)
+	}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if known > 0 {
@@ -390,4 +397,9 @@ func offsetList(offs []int64) string {
 		s[i] = fmt.Sprint(o)
 	}
 	return idList(s)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

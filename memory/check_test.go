@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,6 +158,31 @@ func TestCheckWhileServing(t *testing.T) {
 	}
 	if _, err := Check(context.Background(), filepath.Join(dir, "nope"), ""); err == nil {
 		t.Fatal("a missing directory checked without error")
+	}
+	if _, err := Check(context.Background(), dir, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a conversation that is not stored: %v, want ErrNotFound", err)
+	}
+}
+
+// A log with its name from before case-safe names is checked under that
+// name (the next start renames it), not reported missing.
+func TestCheckOldStyleLogName(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	ingest(t, s, "Chat", chat(5, t0))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, logsDir, "%43hat.jsonl"), filepath.Join(dir, logsDir, "Chat.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Check(context.Background(), dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Problems != 0 || len(rep.Conversations) != 1 || rep.Conversations[0].ID != "Chat" || rep.Conversations[0].Records != 5 ||
+		len(rep.Conversations[0].Findings) != 1 || !strings.Contains(rep.Conversations[0].Findings[0].What, "old-style name") {
+		t.Fatalf("report %+v", rep)
 	}
 }
 
