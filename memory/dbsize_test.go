@@ -16,6 +16,7 @@ import (
 	"github.com/vc-mcp/vc-mcp/memory/decisionlog"
 	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
+	"github.com/vc-mcp/vc-mcp/memory/tokens"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -378,7 +379,7 @@ func (m modelLike) Summarize(ctx context.Context, in summarize.Input) (summarize
 // and a rebuild gives the same answers with no model call.
 func TestModelSegmentsStayInFull(t *testing.T) {
 	dir := t.TempDir()
-	before := buildDerivedStateWith(t, dir, modelLike{summarize.NewExtractive(&summarize.ExtractiveOptions{Count: cl100k().Count})})
+	before := buildDerivedStateWith(t, dir, modelLike{summarize.NewExtractive(&summarize.ExtractiveOptions{Count: tokens.Count})})
 	full, refs := countSegments(t, dir, "c")
 	if full == 0 || refs != 0 {
 		t.Fatalf("compaction decisions hold %d model-made segments in full and %d by reference; want all in full", full, refs)

@@ -19,6 +19,7 @@ import (
 	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
+	"github.com/vc-mcp/vc-mcp/memory/tokens"
 )
 
 // countingSummarizer counts calls; with fail set it refuses every one.
@@ -194,7 +195,7 @@ func TestRebuildGivesSameAnswers(t *testing.T) {
 			case "RollupRefs", "ExplicitAdds": // the store's own summariser: rollups by reference
 				before = buildDerivedStateWith(t, dir, nil)
 			case "RollupRefsChecked": // another one that agrees with replay's
-				before = buildDerivedStateWith(t, dir, summarize.NewExtractive(&summarize.ExtractiveOptions{Count: cl100k().Count}))
+				before = buildDerivedStateWith(t, dir, summarize.NewExtractive(&summarize.ExtractiveOptions{Count: tokens.Count}))
 			default:
 				before = buildDerivedState(t, dir)
 			}

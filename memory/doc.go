@@ -49,7 +49,7 @@
 // Recall assembles, inside a strict cl100k token budget, the summaries and
 // exact past turns that matter for a message, ending with a topics hint in
 // the form the client suits (HintStyleFor: a short list or a budget
-// dashboard).
+// dashboard). Package memory/tokens counts the tokens of every budget.
 //
 // CompactMessages is summary-replacement mode for clients that keep their
 // own message list: it stores the messages, then returns the system

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vc-mcp/vc-mcp/memory/tokens"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -55,7 +57,7 @@ func TestRecallGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := CountTokens(r.Text); n > tt.budget {
+			if n := tokens.Count(r.Text); n > tt.budget {
 				t.Fatalf("%d tokens over the budget of %d", n, tt.budget)
 			}
 			for _, w := range tt.want {

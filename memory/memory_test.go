@@ -16,6 +16,7 @@ import (
 
 	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
+	"github.com/vc-mcp/vc-mcp/memory/tokens"
 )
 
 func openTest(t testing.TB, opts Options) *Store {
@@ -225,7 +226,7 @@ func TestRecallFitsBudgetAndFindsOldTurns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := CountTokens(r.Text); n > budget || r.Tokens != n {
+			if n := tokens.Count(r.Text); n > budget || r.Tokens != n {
 				t.Fatalf("text has %d tokens (reported %d), budget %d", n, r.Tokens, budget)
 			}
 			if budget >= 300 && !strings.Contains(r.Text, "blue heron 42") {
@@ -299,7 +300,7 @@ func TestExpandCollapse(t *testing.T) {
 		if err != nil {
 			t.Fatalf("expand %s: %v", depth, err)
 		}
-		if ex.Tokens == 0 || CountTokens(ex.Text) > 600 || !strings.Contains(ex.Text, tag) {
+		if ex.Tokens == 0 || tokens.Count(ex.Text) > 600 || !strings.Contains(ex.Text, tag) {
 			t.Fatalf("expand %s: %d tokens, text:\n%s", depth, ex.Tokens, ex.Text)
 		}
 		if depth == DepthFull && len(ex.TurnIDs) == 0 {

@@ -271,8 +271,3 @@ func messageHash(t turnInput) [32]byte {
 	}
 	return r.MessageHash()
 }
-
-func validUTF8Suffix(s string) bool {
-	r, size := utf8.DecodeLastRuneInString(s)
-	return !(r == utf8.RuneError && size <= 1)
-}

@@ -45,6 +45,7 @@ import (
 	"github.com/vc-mcp/vc-mcp/internal/files"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
+	"github.com/vc-mcp/vc-mcp/memory/tokens"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -77,7 +78,7 @@ type Store struct {
 	opts   Options
 	db     boltDB
 	ix     textIndex
-	tok    *counter
+	tok    *tokens.Counter
 	tagger Tagger
 	sum    Summarizer
 	// ext is the extractive summariser that replays topic summaries
@@ -264,7 +265,7 @@ func open(ctx context.Context, opts Options, ro *readOnly) (*Store, error) {
 	if err := os.MkdirAll(filepath.Join(opts.Dir, logsDir), 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	tok := cl100k()
+	tok := tokens.Cl100k()
 	cat, err := newCatalogue(opts.ContextItems, opts.ContextSearch, tok.Count)
 	if err != nil {
 		return nil, fmt.Errorf("context items: %w", err)

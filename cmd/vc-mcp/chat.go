@@ -20,6 +20,7 @@ import (
 
 	"github.com/vc-mcp/vc-mcp/memory"
 	"github.com/vc-mcp/vc-mcp/memory/llm"
+	"github.com/vc-mcp/vc-mcp/memory/tokens"
 )
 
 const chatUsage = `usage:
@@ -217,7 +218,7 @@ func (d chatDeps) exchange(ctx context.Context, n int, user string, past []chatT
 	}
 	tr.Timings.AnswerMS = millis(time.Since(t0))
 	tr.Answer = answer
-	tr.Tokens.Answer = memory.CountTokens(answer)
+	tr.Tokens.Answer = tokens.Count(answer)
 	ts := at.Format(time.RFC3339Nano)
 	if err := d.pipeline.save(ctx, &tr, d.messages(n, user, answer, ts), false); err != nil {
 		return chatTurn{}, err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/vc-mcp/vc-mcp/embed"
 	"github.com/vc-mcp/vc-mcp/memory"
+	"github.com/vc-mcp/vc-mcp/memory/tokens"
 )
 
 const replayUsage = `usage:
@@ -295,7 +296,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		tr.Answer = t.Answer
 		if t.Answer != "" {
-			tr.Tokens.Answer = memory.CountTokens(t.Answer)
+			tr.Tokens.Answer = tokens.Count(t.Answer)
 		}
 		if err := p.save(ctx, &tr, t.Messages, false); err != nil {
 			return fmt.Errorf("replay: turn %d: %w", i+1, err)
@@ -367,7 +368,7 @@ func (p *pipeline) recall(ctx context.Context, n int, query string, at time.Time
 	}
 	tr.MatchedTags, tr.Broad, tr.Temporal, tr.Signals = rec.MatchedTags, rec.Broad, rec.Temporal, rec.Signals
 	tr.Context = rec.Text
-	tr.Tokens = turnTokens{Message: memory.CountTokens(query), Context: rec.Tokens, Budget: rec.Breakdown.Budget}
+	tr.Tokens = turnTokens{Message: tokens.Count(query), Context: rec.Tokens, Budget: rec.Breakdown.Budget}
 	tr.Chosen = chosenContext{TurnIDs: rec.TurnIDs, Summaries: rec.Summaries, Included: rec.Included}
 	tr.Breakdown = rec.Breakdown
 	return tr, nil

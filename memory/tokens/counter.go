@@ -1,6 +1,7 @@
-package memory
+package tokens
 
 import (
+	"fmt"
 	"log/slog"
 	"path"
 	"strings"
@@ -12,12 +13,14 @@ import (
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 )
 
-// counter counts cl100k tokens. The BPE ranks come from the offline loader
+// Counter counts cl100k tokens. The BPE ranks come from the offline loader
 // (embedded in the binary): nothing is fetched. Loading them takes tens of
-// milliseconds, so it starts in the background when a store opens and only
-// the first count waits for it: the MCP handshake does not.
-type counter struct {
+// milliseconds, so it starts in the background on the first call to
+// Cl100k (a store's open) and only the first count waits for it: the MCP
+// handshake does not. A Counter is safe for concurrent use.
+type Counter struct {
 	ready chan struct{}
+	err   error    // why the ranks failed to load (set before ready closes)
 	bpe   *bpe     // everything valid UTF-8 (cl100k.go); nil when the tables failed to load
 	dec   []string // dec[rank]: the bytes of the token, for Truncate
 
@@ -48,22 +51,34 @@ func (l ranksLoader) LoadTiktokenBpe(file string) (map[string]int, error) {
 
 var (
 	counterStart sync.Once
-	counterVal   = &counter{ready: make(chan struct{})}
+	counterVal   = newCounter()
 )
 
-// cl100k returns the process-wide cl100k counter, starting its load.
-func cl100k() *counter {
+// Cl100k returns the process-wide cl100k counter, starting the load of its
+// ranks in the background the first time.
+func Cl100k() *Counter {
 	counterStart.Do(func() { go counterVal.load() })
 	return counterVal
 }
 
-func (c *counter) load() {
+// Count counts cl100k tokens in s with the process-wide counter; it is
+// what every budget in vc-mcp is measured with.
+func Count(s string) int { return Cl100k().Count(s) }
+
+// newCounter returns a counter whose ranks are not loaded yet: load loads
+// them.
+func newCounter() *Counter {
+	return &Counter{ready: make(chan struct{})}
+}
+
+func (c *Counter) load() {
 	defer close(c.ready)
 	ranks, err := tiktokenloader.NewOfflineLoader().LoadTiktokenBpe(cl100kFile)
 	if err != nil {
 		// Cannot happen with the embedded tables; if it does, counts fall
 		// back to bytes, an upper bound, so budgets still hold.
-		slog.Error("cl100k tables failed to load; counting bytes instead", "err", err)
+		c.err = fmt.Errorf("load the cl100k ranks from the offline loader: %w", err)
+		slog.Error("cl100k tables failed to load; counting bytes instead", "err", c.err)
 		return
 	}
 	top := 0
@@ -77,14 +92,24 @@ func (c *counter) load() {
 	c.bpe = &bpe{ranks: ranks}
 }
 
+// Err waits for the ranks to load and returns why they could not be
+// loaded, or nil. While it is not nil, Count counts bytes (an upper bound)
+// and Truncate cuts by bytes: a caller that needs exact counts, as a
+// benchmark does, checks it first.
+func (c *Counter) Err() error {
+	<-c.ready
+	return c.err
+}
+
 // tiktoken returns tiktoken-go's cl100k encoding (c is ready and loaded),
 // or nil if it cannot be made.
-func (c *counter) tiktoken() *tiktoken.Tiktoken {
+func (c *Counter) tiktoken() *tiktoken.Tiktoken {
 	c.encOnce.Do(func() {
 		tiktoken.SetBpeLoader(ranksLoader{inner: tiktokenloader.NewOfflineLoader(), ranks: c.bpe.ranks})
 		enc, err := tiktoken.GetEncoding("cl100k_base")
 		if err != nil {
-			slog.Error("cl100k encoding failed to load; text that is not UTF-8 is counted in bytes", "err", err)
+			slog.Error("cl100k encoding failed to load; text that is not UTF-8 is counted in bytes",
+				"err", fmt.Errorf("make tiktoken-go's cl100k_base encoding: %w", err))
 			return
 		}
 		c.enc = enc
@@ -92,8 +117,9 @@ func (c *counter) tiktoken() *tiktoken.Tiktoken {
 	return c.enc
 }
 
-// Count returns the number of cl100k tokens in s.
-func (c *counter) Count(s string) int {
+// Count returns the number of cl100k tokens in s; text that looks like a
+// special token ("<|endoftext|>") counts as ordinary text.
+func (c *Counter) Count(s string) int {
 	if s == "" {
 		return 0
 	}
@@ -118,7 +144,7 @@ func (c *counter) Count(s string) int {
 // newlines ends with the run), so the counts add up exactly. Where white
 // space follows the run (it may join the newlines before it), the text is
 // not cut.
-func (c *counter) CountChunks(s string, seen map[string]int) int {
+func (c *Counter) CountChunks(s string, seen map[string]int) int {
 	n := 0
 	for s != "" {
 		end := chunkEnd(s)
@@ -157,13 +183,13 @@ func chunkEnd(s string) int {
 
 // Truncate returns the longest prefix of s (cut at a token boundary) that
 // has at most n tokens.
-func (c *counter) Truncate(s string, n int) string {
+func (c *Counter) Truncate(s string, n int) string {
 	if n <= 0 {
 		return ""
 	}
 	<-c.ready
 	if c.bpe == nil {
-		return clip(s, n)
+		return bytePrefix(s, n)
 	}
 	var out string
 	if utf8.ValidString(s) {
@@ -179,7 +205,7 @@ func (c *counter) Truncate(s string, n int) string {
 	} else {
 		enc := c.tiktoken()
 		if enc == nil {
-			return clip(s, n)
+			return bytePrefix(s, n)
 		}
 		toks := enc.EncodeOrdinary(s)
 		if len(toks) <= n {
@@ -187,13 +213,30 @@ func (c *counter) Truncate(s string, n int) string {
 		}
 		out = enc.Decode(toks[:n])
 	}
-	// A cut inside a multi-byte rune leaves part of it; drop it.
-	for len(out) > 0 && out[len(out)-1] >= 0x80 && !validUTF8Suffix(out) {
-		out = out[:len(out)-1]
-	}
-	return out
+	return dropPartialRune(out)
 }
 
-// CountTokens counts cl100k tokens in s; it is what every budget in vc-mcp
-// is measured with.
-func CountTokens(s string) int { return cl100k().Count(s) }
+// dropPartialRune drops the end of a rune that a cut inside it left.
+func dropPartialRune(s string) string {
+	for len(s) > 0 && s[len(s)-1] >= 0x80 && !validUTF8Suffix(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+func validUTF8Suffix(s string) bool {
+	r, size := utf8.DecodeLastRuneInString(s)
+	return !(r == utf8.RuneError && size <= 1)
+}
+
+// bytePrefix is Truncate when counts are bytes: the longest prefix of s of
+// at most n bytes that does not end inside a rune.
+func bytePrefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

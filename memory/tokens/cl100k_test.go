@@ -1,7 +1,8 @@
-package memory
+package tokens
 
 import (
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -13,10 +14,12 @@ import (
 // reference returns tiktoken-go's own cl100k tokens for s.
 func reference(t testing.TB, s string) []int {
 	t.Helper()
-	c := cl100k()
-	<-c.ready
-	if c.bpe == nil || c.tiktoken() == nil {
-		t.Fatal("cl100k tables did not load")
+	c := Cl100k()
+	if err := c.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if c.tiktoken() == nil {
+		t.Fatal("tiktoken-go's cl100k_base encoding could not be made")
 	}
 	return c.enc.EncodeOrdinary(s)
 }
@@ -24,7 +27,7 @@ func reference(t testing.TB, s string) []int {
 func checkParity(t *testing.T, s string) bool {
 	t.Helper()
 	want := reference(t, s)
-	c := cl100k()
+	c := Cl100k()
 	got := c.bpe.encode(s)
 	if !slices.Equal(got, want) {
 		t.Errorf("tokens of %q:\n got %v\nwant %v", s, got, want)
@@ -57,7 +60,7 @@ func TestCl100kParity(t *testing.T) {
 	}
 
 	// Real conversation text: every turn of the LoCoMo dev split.
-	raw, err := os.ReadFile("../../shared/bench/locomo/locomo-dev.json")
+	raw, err := os.ReadFile("../../../shared/bench/locomo/locomo-dev.json")
 	if err != nil {
 		t.Fatalf("the LoCoMo dev split is the test's real text: %v", err)
 	}
@@ -138,18 +141,14 @@ func TestCl100kParity(t *testing.T) {
 // budget up to past the whole text, on random strings heavy in multi-byte
 // runes (a cut inside one drops it), and on text that is not valid UTF-8.
 func TestTruncateMatchesTiktoken(t *testing.T) {
-	c := cl100k()
+	c := Cl100k()
 	<-c.ready
 	want := func(s string, n int) string {
 		toks := reference(t, s)
 		if len(toks) <= n {
 			return s
 		}
-		out := c.tiktoken().Decode(toks[:n])
-		for len(out) > 0 && out[len(out)-1] >= 0x80 && !validUTF8Suffix(out) {
-			out = out[:len(out)-1]
-		}
-		return out
+		return dropPartialRune(c.tiktoken().Decode(toks[:n]))
 	}
 	texts := []string{
 		"Hello, world! This is a sentence that will be cut.",
@@ -178,8 +177,8 @@ func TestTruncateMatchesTiktoken(t *testing.T) {
 // as tiktoken-go counts it.
 func TestCountInvalidUTF8(t *testing.T) {
 	for _, s := range []string{"a\xffb", "\xe2\x82", "ok \xc3( done"} {
-		if got, want := CountTokens(s), len(reference(t, s)); got != want {
-			t.Errorf("CountTokens(%q) = %d, want %d", s, got, want)
+		if got, want := Count(s), len(reference(t, s)); got != want {
+			t.Errorf("Count(%q) = %d, want %d", s, got, want)
 		}
 	}
 }
@@ -189,7 +188,7 @@ func TestCountInvalidUTF8(t *testing.T) {
 func BenchmarkCountTokens(b *testing.B) {
 	text := strings.Repeat("Caroline: I went to the LGBTQ support group yesterday and it was so powerful! "+
 		"Melanie: That's great to hear - what did you learn there? It's 3:45 pm, I'll call you back.\n", 40)
-	c := cl100k()
+	c := Cl100k()
 	<-c.ready
 	c.tiktoken()
 	b.Run("vc-mcp", func(b *testing.B) {
@@ -213,7 +212,7 @@ func BenchmarkCountTokens(b *testing.B) {
 func BenchmarkCl100kLoad(b *testing.B) {
 	b.Run("ranks", func(b *testing.B) {
 		for b.Loop() {
-			c := &counter{ready: make(chan struct{})}
+			c := newCounter()
 			c.load()
 			if c.bpe == nil {
 				b.Fatal("no ranks")
@@ -222,7 +221,7 @@ func BenchmarkCl100kLoad(b *testing.B) {
 	})
 	b.Run("ranks+tiktoken-go", func(b *testing.B) {
 		for b.Loop() {
-			c := &counter{ready: make(chan struct{})}
+			c := newCounter()
 			c.load()
 			if c.bpe == nil || c.tiktoken() == nil {
 				b.Fatal("no encoding")
@@ -236,7 +235,7 @@ func BenchmarkCl100kLoad(b *testing.B) {
 // heavy in what joins pieces (spaces, punctuation, newlines, digits) and
 // for rendered assemblies, with the chunk counts remembered across texts.
 func TestCountChunksExact(t *testing.T) {
-	c := cl100k()
+	c := Cl100k()
 	seen := map[string]int{}
 	alphabet := []string{"a", "b", "Z", " ", "  ", "\t", "\n", "\n\n", "\r\n", "\r", ".", ",", "!", "'s", "'", "[", "]", ":", "-", "1", "23", "4567", "é", "東", "🚀", "\u00a0", "\u2028"}
 	rng := rand.New(rand.NewPCG(5, 11))
@@ -257,6 +256,37 @@ func TestCountChunksExact(t *testing.T) {
 		want := len(reference(t, s))
 		if got := c.CountChunks(s, seen); got != want {
 			t.Fatalf("CountChunks(%q) = %d, tiktoken counts %d", s, got, want)
+		}
+	}
+}
+
+// TestBytesWithoutRanks: a counter whose ranks failed to load counts bytes
+// and cuts by bytes, never inside a rune, so a cut text fits the budget it
+// was cut to, and Err says why.
+func TestBytesWithoutRanks(t *testing.T) {
+	c := newCounter()
+	c.err = errors.New("no tables")
+	close(c.ready)
+	if err := c.Err(); err == nil {
+		t.Fatal("Err() = nil for a counter without ranks")
+	}
+	for _, tt := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"hello world", 5, "hello"},
+		{"hello", 9, "hello"},
+		{"日本語", 4, "日"},
+		{"日本語", 2, ""},
+		{"a\xffb", 2, "a\xff"},
+		{"anything", 0, ""},
+	} {
+		if got := c.Truncate(tt.s, tt.n); got != tt.want || c.Count(got) > max(tt.n, 0) {
+			t.Errorf("Truncate(%q, %d) = %q (%d bytes), want %q", tt.s, tt.n, got, c.Count(got), tt.want)
+		}
+		if got := c.Count(tt.s); got != len(tt.s) {
+			t.Errorf("Count(%q) = %d, want its %d bytes", tt.s, got, len(tt.s))
 		}
 	}
 }
