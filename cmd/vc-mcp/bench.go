@@ -15,6 +15,7 @@ import (
 	"github.com/vc-mcp/vc-mcp/embed"
 	"github.com/vc-mcp/vc-mcp/memory"
 	"github.com/vc-mcp/vc-mcp/memory/bench"
+	"github.com/vc-mcp/vc-mcp/memory/tokens"
 	"github.com/vc-mcp/vc-mcp/pgstore"
 )
 
@@ -393,7 +394,7 @@ func writeSVG(dir, name string, c bench.Chart) error {
 // bm25, dense, hybrid, vc-mcp and its --variants), with the embedding model
 // of modelDir when there is one (behind a vector cache in cacheDir when
 // one is named); cmd prefixes errors and notes. done flushes the cache.
-func benchMethods(ctx context.Context, cmd, names, modelDir, variants, store, cacheDir string, stderr io.Writer) (_ *bench.Counter, _ []bench.Method, done func(), _ error) {
+func benchMethods(ctx context.Context, cmd, names, modelDir, variants, store, cacheDir string, stderr io.Writer) (_ *tokens.Counter, _ []bench.Method, done func(), _ error) {
 	done = func() {}
 	counter, err := bench.NewCounter()
 	if err != nil {

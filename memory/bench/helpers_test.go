@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/vc-mcp/vc-mcp/memory"
+	"github.com/vc-mcp/vc-mcp/memory/tokens"
 )
 
 var (
@@ -30,7 +31,7 @@ func locomoPath(tb testing.TB) string {
 	return *locomoFlag
 }
 
-func testCounter(tb testing.TB) *Counter {
+func testCounter(tb testing.TB) *tokens.Counter {
 	tb.Helper()
 	c, err := NewCounter()
 	if err != nil {
@@ -43,7 +44,7 @@ func testCounter(tb testing.TB) *Counter {
 // answers Recall with BM25 over the stored contents, packed into the budget.
 // It lets the runner be tested before, and independently of, the real store.
 type fakeEngine struct {
-	counter  *Counter
+	counter  *tokens.Counter
 	mu       sync.Mutex
 	requests []memory.IngestRequest
 	contents []string

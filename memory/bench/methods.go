@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vc-mcp/vc-mcp/memory"
+	"github.com/vc-mcp/vc-mcp/memory/tokens"
 )
 
 // Method is one way of building a context for a question: a baseline or
@@ -72,7 +73,7 @@ func turnLines(conv *Conversation) []string {
 }
 
 // Truncation keeps the most recent turns that fit.
-type Truncation struct{ Counter *Counter }
+type Truncation struct{ Counter *tokens.Counter }
 
 func (Truncation) Name() string { return "truncation" }
 
@@ -88,7 +89,7 @@ func (m Truncation) Prepare(_ context.Context, conv *Conversation) (Answerer, er
 }
 
 // BM25Method packs the turns BM25 ranks best for the question, first-fit.
-type BM25Method struct{ Counter *Counter }
+type BM25Method struct{ Counter *tokens.Counter }
 
 func (BM25Method) Name() string { return "bm25" }
 
@@ -103,7 +104,7 @@ func (m BM25Method) Prepare(_ context.Context, conv *Conversation) (Answerer, er
 
 // Dense ranks turns by cosine similarity to the question.
 type Dense struct {
-	Counter  *Counter
+	Counter  *tokens.Counter
 	Embedder Embedder
 }
 
@@ -127,7 +128,7 @@ func (m Dense) Prepare(ctx context.Context, conv *Conversation) (Answerer, error
 
 // Hybrid fuses the BM25 and dense rankings with reciprocal rank fusion (k = 60).
 type Hybrid struct {
-	Counter  *Counter
+	Counter  *tokens.Counter
 	Embedder Embedder
 }
 

@@ -3,18 +3,20 @@ package bench
 import (
 	"slices"
 	"strings"
+
+	"github.com/vc-mcp/vc-mcp/memory/tokens"
 )
 
 // packer packs lines into a token budget. It caches per-line counts, which
 // every method reuses across questions and budgets.
 type packer struct {
-	counter *Counter
+	counter *tokens.Counter
 	lines   []string
 	tokens  []int
 	newline int
 }
 
-func newPacker(c *Counter, lines []string) *packer {
+func newPacker(c *tokens.Counter, lines []string) *packer {
 	p := &packer{counter: c, lines: lines, tokens: make([]int, len(lines)), newline: c.Count("\n")}
 	for i, l := range lines {
 		p.tokens[i] = c.Count(l)

@@ -7,6 +7,8 @@ import (
 	"io"
 	"slices"
 	"time"
+
+	"github.com/vc-mcp/vc-mcp/memory/tokens"
 )
 
 // Bootstrap settings of every reported confidence interval.
@@ -20,7 +22,7 @@ type LoCoMoConfig struct {
 	Conversations []*Conversation
 	Methods       []Method
 	Budgets       []int
-	Counter       *Counter
+	Counter       *tokens.Counter
 	// Progress receives a progress bar and warnings (nil = silent).
 	Progress io.Writer
 	// KeepQuestions keeps per-question scores in the report.

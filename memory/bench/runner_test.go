@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/vc-mcp/vc-mcp/memory/tokens"
 )
 
-func fakeOpener(counter *Counter, overBudget bool, engines *[]*fakeEngine) OpenFunc {
+func fakeOpener(counter *tokens.Counter, overBudget bool, engines *[]*fakeEngine) OpenFunc {
 	return func(_ context.Context, _ string) (Engine, error) {
 		f := &fakeEngine{counter: counter, overBudget: overBudget}
 		*engines = append(*engines, f)

@@ -2,41 +2,18 @@ package bench
 
 import (
 	"fmt"
-	"sync"
 
-	"github.com/pkoukk/tiktoken-go"
-	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+	"github.com/vc-mcp/vc-mcp/memory/tokens"
 )
 
-// Counter counts cl100k tokens with the BPE ranks embedded in the binary:
-// it never fetches anything.
-type Counter struct {
-	enc *tiktoken.Tiktoken
-}
-
-var loadCl100k = sync.OnceValues(func() (*tiktoken.Tiktoken, error) {
-	tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
-	enc, err := tiktoken.GetEncoding("cl100k_base")
-	if err != nil {
-		return nil, fmt.Errorf("load cl100k_base: %w", err)
+// NewCounter returns the cl100k counter that the store measures its budgets
+// with (tokens.Cl100k), once its ranks are loaded: a benchmark's figures
+// must be exact, so ranks that failed to load are an error here, not a
+// fallback to counting bytes.
+func NewCounter() (*tokens.Counter, error) {
+	c := tokens.Cl100k()
+	if err := c.Err(); err != nil {
+		return nil, fmt.Errorf("cl100k token counter: %w", err)
 	}
-	return enc, nil
-})
-
-// NewCounter returns a cl100k token counter.
-func NewCounter() (*Counter, error) {
-	enc, err := loadCl100k()
-	if err != nil {
-		return nil, err
-	}
-	return &Counter{enc: enc}, nil
-}
-
-// Count returns the number of cl100k tokens in s; special-token text counts
-// as ordinary text.
-func (c *Counter) Count(s string) int {
-	if s == "" {
-		return 0
-	}
-	return len(c.enc.EncodeOrdinary(s))
+	return c, nil
 }
