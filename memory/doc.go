@@ -127,8 +127,10 @@
 // conversation's additions and removals are decisions (kind "context");
 // vectors of the items' chunks are cached in cache/context-vectors/ (one
 // file per chunk and model, safe to delete); what each recall used is
-// appended to requests/<file>.jsonl (not fsync'd, the newest 200 kept;
-// a history for people, never read back into state).
+// appended to requests/<file>.jsonl.gz (not fsync'd, the newest 200 kept;
+// a history for people, never read back into state). Package
+// memory/requestlog reads and writes those files, and its package comment
+// describes their format; requests.go holds what is recorded.
 //
 // File names: a conversation id names its files with ':' and every
 // upper-case letter written %XX (upper-case hex): "Proj:Chat" is

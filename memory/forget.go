@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -1025,22 +1024,9 @@ func (s *Store) scrubRequests(id string, gone, forgot map[string]bool) error {
 // (or "<of>/t12" by a recall over every conversation); in another's only
 // by the latter, and only those histories are decoded.
 func (s *Store) scrubHistory(hist, of string, gone, forgot map[string]bool) error {
-	l, err := s.history(hist)
-	if err != nil {
-		return err
-	}
-	defer l.file.Unlock()
 	own := hist == of
 	prefix := of + "/"
-	// One read: the look for the conversation's names and the decoding
-	// share it.
-	data, err := os.ReadFile(l.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read request history: %w", err)
-	}
+	var needles [][]byte
 	if !own {
 		// Turns are named "<of>/t12"; summaries by "conversation_id";
 		// matched tags unqualified, as JSON strings.
@@ -1048,7 +1034,7 @@ func (s *Store) scrubHistory(hist, of string, gone, forgot map[string]bool) erro
 		if err != nil {
 			return fmt.Errorf("scrub request history: %w", err)
 		}
-		needles := [][]byte{enc[1 : len(enc)-1]}
+		needles = [][]byte{enc[1 : len(enc)-1]}
 		for tag := range gone {
 			q, err := json.Marshal(tag)
 			if err != nil {
@@ -1056,14 +1042,34 @@ func (s *Store) scrubHistory(hist, of string, gone, forgot map[string]bool) erro
 			}
 			needles = append(needles, q)
 		}
-		if raw, err := gunzipAll(data); err == nil && !slices.ContainsFunc(needles, func(n []byte) bool { return bytes.Contains(raw, n) }) {
-			return nil // names nothing of conversation of (a damaged file is decoded below)
+	}
+	return s.requestLog(hist).Update(func(lines [][]byte) ([][]byte, bool, error) {
+		if !own && !slices.ContainsFunc(lines, func(line []byte) bool {
+			return slices.ContainsFunc(needles, func(n []byte) bool { return bytes.Contains(line, n) })
+		}) {
+			return nil, false, nil // names nothing of conversation of: nothing decoded
 		}
-	}
-	f := parseRequests(data, true)
-	if len(f.recs) == 0 {
-		return nil
-	}
+		recs := decodeRequests(lines)
+		if !scrubRecords(recs, own, of, gone, forgot) {
+			return nil, false, nil
+		}
+		out := make([][]byte, 0, len(recs))
+		for i := range recs {
+			line, err := json.Marshal(&recs[i])
+			if err != nil {
+				return nil, false, fmt.Errorf("scrub request history: %w", err)
+			}
+			out = append(out, line)
+		}
+		return out, true, nil
+	})
+}
+
+// scrubRecords takes conversation of's gone topics and forgotten turns
+// out of recs, in place, and says whether it changed any; own says recs
+// are of's own history (see scrubHistory).
+func scrubRecords(recs []RequestRecord, own bool, of string, gone, forgot map[string]bool) bool {
+	prefix := of + "/"
 	// named says whether v names one of set's turns or topics of of.
 	named := func(v string, set map[string]bool) bool {
 		if own && set[v] && !strings.Contains(v, "/") {
@@ -1084,7 +1090,6 @@ func (s *Store) scrubHistory(hist, of string, gone, forgot map[string]bool) erro
 		}
 		return kept
 	}
-	recs := f.recs
 	for i := range recs {
 		m := &recs[i].Memory
 		if own || recs[i].Scope == ScopeAll {
@@ -1143,10 +1148,7 @@ func (s *Store) scrubHistory(hist, of string, gone, forgot map[string]bool) erro
 		}
 		m.Included = inc
 	}
-	if !changed {
-		return nil
-	}
-	return l.rewrite(recs)
+	return changed
 }
 
 // goneTopics returns the topics of c that only forgotten turns carry (a

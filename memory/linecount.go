@@ -107,10 +107,7 @@ func (s *Store) warmRequests(c *conv) {
 	if _, err := os.Stat(s.requestsPath(c.id)); err != nil {
 		return
 	}
-	l := s.requestLog(c.id)
-	l.file.Lock()
-	_ = l.open()
-	l.file.Unlock()
+	_ = s.requestLog(c.id).Open()
 }
 
 // warmLines counts c's turns' lines that have no remembered count.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/vc-mcp/vc-mcp/memory/requestlog"
 )
 
 // BenchmarkRequestHistoryOpen times what the first recall of a
@@ -38,16 +40,16 @@ func BenchmarkRequestHistoryOpen(b *testing.B) {
 	path := s.requestsPath("c")
 	b.Run("open", func(b *testing.B) {
 		for b.Loop() {
-			l := &requestLog{path: path}
-			if err := l.open(); err != nil || l.next != RequestRetention+RequestRetention/2 {
-				b.Fatalf("open: next %d, %v", l.next, err)
+			h := requestlog.New(path, requestFormat)
+			if err := h.Open(); err != nil || h.Next() != RequestRetention+RequestRetention/2 {
+				b.Fatalf("open: next %d, %v", h.Next(), err)
 			}
 		}
 	})
 	b.Run("read-all", func(b *testing.B) {
 		for b.Loop() {
-			if f, err := loadRequests(path, true); err != nil || len(f.recs) != RequestRetention+RequestRetention/2-1 {
-				b.Fatalf("read: %d records, %v", len(f.recs), err)
+			if recs, err := s.readRequestHistory("c"); err != nil || len(recs) != RequestRetention+RequestRetention/2-1 {
+				b.Fatalf("read: %d records, %v", len(recs), err)
 			}
 		}
 	})

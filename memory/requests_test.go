@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,16 +16,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vc-mcp/vc-mcp/memory/requestlog"
 )
 
 // flushRequests writes every history's queued records.
 func (s *Store) flushRequests() error {
 	var errs []error
 	s.reqs.Range(func(_, v any) bool {
-		l := v.(*requestLog)
-		l.file.Lock()
-		errs = append(errs, l.flush())
-		l.file.Unlock()
+		errs = append(errs, v.(*requestlog.History).Flush())
 		return true
 	})
 	return errors.Join(errs...)
@@ -43,6 +43,36 @@ func appendN(t *testing.T, s *Store, conv string, n int) {
 	if err := s.flushRequests(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// historyMembers counts the gzip members of the history at path, and the
+// request records in them; every member must be whole.
+func historyMembers(t testing.TB, path string) (members, records int) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bytes.NewReader(data)
+	var zr gzip.Reader
+	for br.Len() > 0 {
+		if err := zr.Reset(br); err != nil {
+			t.Fatalf("member %d: %v", members+1, err)
+		}
+		zr.Multistream(false)
+		body, err := io.ReadAll(&zr)
+		if err != nil {
+			t.Fatalf("member %d: %v", members+1, err)
+		}
+		members++
+		for line := range bytes.SplitSeq(body, []byte{'\n'}) {
+			var r RequestRecord
+			if len(line) > 0 && json.Unmarshal(line, &r) == nil && r.Seq > 0 {
+				records++
+			}
+		}
+	}
+	return members, records
 }
 
 func requestSeqs(t *testing.T, s *Store, conv string) []int {
@@ -87,87 +117,6 @@ func TestRequestHistoryIsGzipJSONLines(t *testing.T) {
 	}
 	if err := sc.Err(); err != nil || n != 5 {
 		t.Fatalf("read %d lines, err %v; want 5", n, err)
-	}
-}
-
-// TestRequestHistoryDamage: a member cut short at the end is cut off on the
-// next open and the numbering goes on; a damaged member inside loses its
-// record only.
-func TestRequestHistoryDamage(t *testing.T) {
-	dir := t.TempDir()
-	s := openTest(t, Options{Dir: dir})
-	appendN(t, s, "c", 4)
-	path := s.requestsPath("c")
-	f, err := loadRequests(path, true)
-	if err != nil || len(f.ends) != 4 {
-		t.Fatalf("%d members, %v", len(f.ends), err)
-	}
-	// Damage the second member's compressed bytes, then cut the last
-	// member short.
-	data := append([]byte(nil), f.data...)
-	for i := f.ends[0] + 12; i < f.ends[0]+20; i++ {
-		data[i] ^= 0xff
-	}
-	data = data[:f.ends[3]-5]
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = openTest(t, Options{Dir: dir})
-	if got := requestSeqs(t, s, "c"); len(got) != 2 || got[0] != 3 || got[1] != 1 {
-		t.Fatalf("after damage: records %v, want [3 1] (2 damaged, 4 cut short)", got)
-	}
-	appendN(t, s, "c", 1)
-	if got := requestSeqs(t, s, "c"); len(got) != 3 || got[0] != 4 {
-		t.Fatalf("after one more: records %v, want the new one numbered 4 first", got)
-	}
-}
-
-// TestRequestNumberingReadsBackToADecodableRecord: numbering reads the
-// newest members only, so it must step back over members that are damaged
-// or hold no record that decodes, and start at 1 when none does.
-func TestRequestNumberingReadsBackToADecodableRecord(t *testing.T) {
-	member := func(body string) []byte {
-		var b bytes.Buffer
-		zw := gzip.NewWriter(&b)
-		zw.Write([]byte(body))
-		zw.Close()
-		return b.Bytes()
-	}
-	rec := func(seq int) []byte {
-		return member(`{"id":"r` + strconv.Itoa(seq) + `","seq":` + strconv.Itoa(seq) + "}\n")
-	}
-	broken := func(m []byte) []byte {
-		m = append([]byte(nil), m...)
-		for i := 12; i < len(m)-8; i++ {
-			m[i] ^= 0xff
-		}
-		return m
-	}
-	for _, tc := range []struct {
-		name    string
-		members [][]byte
-		next    int
-	}{
-		{"none", nil, 1},
-		{"whole", [][]byte{rec(1), rec(2), rec(3)}, 4},
-		{"last not JSON", [][]byte{rec(1), rec(2), member("not json\n")}, 3},
-		{"last damaged", [][]byte{rec(1), rec(2), broken(rec(3))}, 3},
-		{"last two unreadable", [][]byte{rec(1), rec(7), member("{}\n"), broken(rec(9))}, 8},
-		{"nothing decodes", [][]byte{member("x\n"), broken(rec(2))}, 1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "c.jsonl.gz")
-			if err := os.WriteFile(path, bytes.Join(tc.members, nil), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			l := &requestLog{path: path}
-			if err := l.open(); err != nil || l.next != tc.next {
-				t.Errorf("next %d, %v; want %d", l.next, err, tc.next)
-			}
-		})
 	}
 }
 
@@ -342,20 +291,31 @@ func TestRequestHistoryUnderConcurrentRecalls(t *testing.T) {
 }
 
 // TestRecallDoesNotWaitForTheHistoryFile: a history writer stuck on the
-// disk (here: holding the history's file lock) does not hold up a recall,
-// which only numbers and queues its record; the record is written once the
-// file is free.
+// disk (here: in its write, holding the history's file lock) does not
+// hold up a recall, which only numbers and queues its record; the record
+// is written once the file is free.
 func TestRecallDoesNotWaitForTheHistoryFile(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, Options{Dir: t.TempDir()})
 	if _, err := s.Ingest(ctx, IngestRequest{ConversationID: "c", Messages: []Message{msg("user", "", "the deploy uses blue-green switching", time.Time{})}}); err != nil {
 		t.Fatal(err)
 	}
+	// The writer sticks in its write of the first recall's record.
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	requestlog.SetWriteHook(func(string) error {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+		return nil
+	})
+	t.Cleanup(func() { requestlog.SetWriteHook(nil) })
 	if _, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "how do we deploy?"}); err != nil {
+		close(release)
 		t.Fatal(err)
 	}
-	l := s.requestLog("c")
-	l.file.Lock()
+	<-entered
 	done := make(chan error, 1)
 	go func() {
 		res, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "how do we deploy?"})
@@ -366,12 +326,12 @@ func TestRecallDoesNotWaitForTheHistoryFile(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		l.file.Unlock()
+		close(release)
 		if err != nil {
 			t.Fatal(err)
 		}
 	case <-time.After(10 * time.Second):
-		l.file.Unlock()
+		close(release)
 		t.Fatal("a recall waited for the request history's file")
 	}
 	if got := requestSeqs(t, s, "c"); len(got) != 2 || got[0] != 2 {
@@ -512,7 +472,7 @@ func TestForgetFindsScopeAllRecordsOfAnEarlierVersion(t *testing.T) {
 	}
 	// What an earlier version left: the history, no marker, no flag.
 	reqs := filepath.Join(dir, requestsDir)
-	for _, name := range []string{fileName("a") + scopeAllExt, markersMade} {
+	for _, name := range []string{fileName("a") + requestlog.MarkerExt, requestlog.MarkersMade} {
 		if err := os.Remove(filepath.Join(reqs, name)); err != nil {
 			t.Fatal(err)
 		}
@@ -528,7 +488,7 @@ func TestForgetFindsScopeAllRecordsOfAnEarlierVersion(t *testing.T) {
 	if len(recs) != 1 || slices.Contains(recs[0].Memory.TurnIDs, "b/t1") || !slices.Contains(recs[0].Memory.TurnIDs, "a/t1") {
 		t.Fatalf("a's history after the forget: %+v", recs)
 	}
-	for _, name := range []string{fileName("a") + scopeAllExt, markersMade} {
+	for _, name := range []string{fileName("a") + requestlog.MarkerExt, requestlog.MarkersMade} {
 		if _, err := os.Stat(filepath.Join(reqs, name)); err != nil {
 			t.Errorf("after the first forget: %v", err)
 		}

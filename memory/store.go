@@ -43,6 +43,7 @@ import (
 
 	"github.com/vc-mcp/vc-mcp/index"
 	"github.com/vc-mcp/vc-mcp/internal/files"
+	"github.com/vc-mcp/vc-mcp/memory/requestlog"
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
 	"github.com/vc-mcp/vc-mcp/memory/tokens"
@@ -131,13 +132,14 @@ type Store struct {
 	stopEmbed context.CancelFunc
 
 	// Context items (items.go): the catalogue, its cached chunk vectors
-	// and each conversation's request history (conversation id -> *requestLog).
+	// and each conversation's request history (conversation id ->
+	// *requestlog.History).
 	items    *catalogue
 	itemVecs itemVectors
 	reqs     sync.Map
-	reqw     *requestWriter // nil before Open's end and after Close
-	warm     *lineWarmer    // nil before Open's end
-	warmDone chan struct{}  // closed when warmStart's loads end; nil without
+	reqw     *requestlog.Writer // nil before Open's end and after Close
+	warm     *lineWarmer        // nil before Open's end
+	warmDone chan struct{}      // closed when warmStart's loads end; nil without
 }
 
 // holder identifies the process that holds a data directory.

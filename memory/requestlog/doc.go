@@ -1,0 +1,60 @@
+// Package requestlog reads and writes vc-mcp's request histories: one file
+// per conversation (requests/<file>.jsonl.gz in the data directory) in
+// which package memory records what each recall used (memory's
+// RequestRecord). This package holds the file mechanics: a history's
+// numbering, its queue and the background writer that appends it
+// (History, Writer), its trimming and rewriting, the gzip member codec,
+// the move of an earlier version's plain history, and the scope-all
+// markers (ScopeAll). What a record holds, when to record one and how to
+// scrub one are package memory's: here a record is an opaque line of JSON
+// (Record to write one, Format to read one). It imports no package of the
+// project but internal ones.
+//
+// # Format
+//
+// A history is <file>.jsonl.gz (Ext), newest record last: one gzip member
+// per record, each holding the record as one JSON object and a newline,
+// so any gzip reader (`zcat`) reads the file as JSON lines. A record's
+// inclusion list repeats the same field names for every turn, which
+// compresses about tenfold; appending a member never touches the ones
+// before it, and trimming copies whole members without decoding them. A
+// record carries its sequence number (Format.Seq reads it); the first is
+// 1.
+//
+// Histories are for people, not state: appends are not fsync'd, and only
+// the newest Retention are kept (a history is trimmed back to Retention
+// when it holds half as many more). A member that does not decompress is
+// skipped (reading resumes at the next member's header) and a line that
+// is not a record is left out; both stay in the file. A member cut short
+// at the end (a write that did not finish) is cut off when the history is
+// opened.
+//
+// Histories written before 2026-11-24 as plain JSON lines (<file>.jsonl,
+// PlainExt) are moved into the compressed file the first time the
+// conversation's history is used (Open): their records come first, those
+// the compressed file holds too (a move cut short) once.
+//
+// # Scope-all markers
+//
+// A history that holds records of recalls over every conversation (scope
+// "all"), which name other conversations' turns ("<conversation>/t12"),
+// has a marker beside it, <file>.scope-all (MarkerExt), made before the
+// first such record is queued: a forget looks through those histories
+// only (ScopeAll), not through every conversation's. The empty file
+// scope-all-markers-made (MarkersMade) in the directory says the histories
+// of earlier versions, which had no markers, were looked through once and
+// marked; a directory this package creates has it from the start.
+//
+// # Writing
+//
+// A caller numbers its record and queues it (History.Append), holding the
+// history's queue lock only for that; the store's history writer (Writer,
+// one goroutine) encodes and appends the queue after the caller has
+// answered, under the history's file lock, so a caller does not wait
+// while the previous record is compressed and written (unless the writer
+// has fallen behind: with maxQueued records queued, or its channel full,
+// the caller writes the queue itself). Reading or rewriting a history
+// writes what is queued first, so a reader sees every record a caller has
+// numbered. Stopping the writer writes what was sent to it. Lock order:
+// a history's file lock, then its queue lock.
+package requestlog

@@ -1,0 +1,358 @@
+package requestlog
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/vc-mcp/vc-mcp/internal/files"
+)
+
+const (
+	// Ext ends a history's file name.
+	Ext = ".jsonl.gz"
+	// PlainExt ends the file name of a history of an earlier version.
+	PlainExt = ".jsonl"
+	// Retention is how many records a history keeps.
+	Retention = 200
+)
+
+// maxQueued is how many records a history queues before the caller that
+// adds one writes them itself (the writer has fallen behind).
+const maxQueued = 64
+
+// A Record is a record to append: the history numbers it when it queues
+// it, and encodes it when it writes it.
+type Record interface {
+	// SetSeq gives the record its sequence number. It is called once,
+	// under the history's queue lock; the record does not change after.
+	SetSeq(seq int)
+	// MarshalLine encodes the record as one JSON object, without a
+	// newline (it must hold none).
+	MarshalLine() ([]byte, error)
+	// ScopeAll reports whether the record is of a recall over every
+	// conversation: its history needs a marker (see the package comment).
+	ScopeAll() bool
+}
+
+// History is one conversation's request history. Its methods are safe for
+// concurrent use.
+type History struct {
+	path   string
+	format Format
+	// file is held while the history file is read or written: open,
+	// flush, trim, rewrite, Read and Update. It guards ends.
+	file sync.Mutex
+	// ends are the end offsets of the file's whole members, as this
+	// history read and appended them: trimming cuts at one without
+	// reading the members again, unless the file's size says it changed.
+	ends []int
+	// loaded is set (under file and mu) once open has read the history.
+	loaded atomic.Bool
+	// marked is set once the history's scope-all marker is known to
+	// exist.
+	marked atomic.Bool
+	// mu guards next and queue, and is held only to number a record and
+	// queue it, or to take the queue.
+	mu   sync.Mutex
+	next int // seq of the next record
+	// queue holds the records numbered but not written yet, oldest first.
+	queue []Record
+}
+
+// New returns the history whose file is path (it ends in Ext). Nothing is
+// read before it is used.
+func New(path string, f Format) *History {
+	return &History{path: path, format: f}
+}
+
+// Open readies the history, once: a plain history of an earlier version
+// beside it is moved in, a member cut short at the end (a write that did
+// not finish) is cut off, and the next sequence number is read. The other
+// methods open the history themselves.
+func (h *History) Open() error {
+	if h.loaded.Load() {
+		return nil
+	}
+	h.file.Lock()
+	defer h.file.Unlock()
+	return h.open()
+}
+
+// Next returns the sequence number the next record gets.
+func (h *History) Next() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.next
+}
+
+// open is Open with h.file held.
+func (h *History) open() error {
+	if h.loaded.Load() {
+		return nil
+	}
+	path := h.path
+	legacy := strings.TrimSuffix(path, Ext) + PlainExt
+	old, found, err := readPlain(legacy, h.format.Seq)
+	if err != nil {
+		return err
+	}
+	// Numbering needs the newest record only: the others are not decoded
+	// (the first record after a start waits for this).
+	f, err := load(path, found)
+	if err != nil {
+		return err
+	}
+	if found {
+		// A move cut short before the old file's removal left its records
+		// in both: the compressed file's come first.
+		recs := records(f.lines, h.format.Seq)
+		if len(recs) > 0 {
+			first := h.format.Seq(recs[0])
+			old = slices.DeleteFunc(old, func(line []byte) bool { return h.format.Seq(line) >= first })
+		}
+		if err := h.rewrite(append(old, recs...)); err != nil {
+			return err
+		}
+		if err := os.Remove(legacy); err != nil {
+			return fmt.Errorf("request history moved to %s; remove the old %s: %w", filepath.Base(path), filepath.Base(legacy), err)
+		}
+		if f, err = load(path, false); err != nil {
+			return err
+		}
+	} else if f.good < len(f.data) {
+		if err := os.Truncate(path, int64(f.good)); err != nil {
+			return fmt.Errorf("repair request history: %w", err)
+		}
+	}
+	h.ends = f.ends
+	h.mu.Lock()
+	h.next = f.lastSeq(h.format.Seq) + 1
+	h.loaded.Store(true)
+	h.mu.Unlock()
+	return nil
+}
+
+// Append numbers rec and queues it; the writer w appends it (and trims the
+// history to Retention now and then). rec must not change after the call.
+//
+// check, when not nil, is called under the queue lock (the lock a reader or
+// rewriter takes to write what is queued first), after the history is
+// marked for a scope-all record and before rec is numbered; its error is
+// returned and rec is not queued. Package memory drops there a record made
+// before a rewrite of its conversation's logs began, whose scrub of the
+// history may be done already: a record either reaches that scrub (Update)
+// or is dropped.
+func (h *History) Append(rec Record, w *Writer, check func() error) error {
+	if err := h.Open(); err != nil {
+		return err
+	}
+	if rec.ScopeAll() && !h.marked.Load() {
+		// Before check: a scrub that finds no marker began after this
+		// record would have been dropped.
+		if err := h.mark(); err != nil {
+			return err
+		}
+	}
+	h.mu.Lock()
+	if check != nil {
+		if err := check(); err != nil {
+			h.mu.Unlock()
+			return err
+		}
+	}
+	rec.SetSeq(h.next)
+	h.next++
+	h.queue = append(h.queue, rec)
+	n := len(h.queue)
+	h.mu.Unlock()
+	if n > 1 && n < maxQueued {
+		return nil // already sent to the writer
+	}
+	if n == 1 && w != nil && w.send(h) {
+		return nil
+	}
+	// The writer is busy with many histories, or behind: write it here.
+	return h.Flush()
+}
+
+// Flush writes what is queued.
+func (h *History) Flush() error {
+	h.file.Lock()
+	defer h.file.Unlock()
+	return h.flush()
+}
+
+// flush takes the queued records and appends them to the history file.
+// h.file is held, so queues taken one after another are written in order;
+// h.mu is held only to take the queue.
+func (h *History) flush() error {
+	h.mu.Lock()
+	q := h.queue
+	h.queue = nil
+	h.mu.Unlock()
+	if len(q) == 0 {
+		return nil
+	}
+	var data []byte
+	ends := make([]int, 0, len(q))
+	for _, rec := range q {
+		line, err := rec.MarshalLine()
+		if err != nil {
+			return fmt.Errorf("encode request record: %w", err)
+		}
+		if data, err = appendMember(data, line); err != nil {
+			return err
+		}
+		ends = append(ends, len(data))
+	}
+	f, err := os.OpenFile(h.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if errors.Is(err, fs.ErrNotExist) { // requests/ not made yet, or removed by hand since
+		if err = makeDir(filepath.Dir(h.path)); err == nil {
+			f, err = os.OpenFile(h.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("open request history: %w", err)
+	}
+	werr := writeHooked(h.path)
+	if werr == nil {
+		_, werr = f.Write(data)
+	}
+	if err := errors.Join(werr, f.Close()); err != nil {
+		h.ends = nil // unknown: the next trim reads the file
+		return fmt.Errorf("append to request history: %w", err)
+	}
+	base := h.size()
+	for _, e := range ends {
+		h.ends = append(h.ends, base+e)
+	}
+	if len(h.ends) > Retention+Retention/2 {
+		return h.trim(Retention)
+	}
+	return nil
+}
+
+// Read returns the history's lines, oldest first, after writing what is
+// queued: every non-empty line of every whole member. A line that is not
+// a record (Format.Seq) is the caller's to skip.
+func (h *History) Read() ([][]byte, error) {
+	h.file.Lock()
+	defer h.file.Unlock()
+	if err := errors.Join(h.open(), h.flush()); err != nil {
+		return nil, err
+	}
+	f, err := load(h.path, true)
+	return f.lines, err
+}
+
+// Update rewrites the history (atomically) with what fn makes of its
+// lines (as Read gives them), when fn says it changed them; the history's
+// file lock is held throughout, so nothing is appended in between. What
+// is queued is written first. fn is not called when the history holds no
+// line.
+func (h *History) Update(fn func(lines [][]byte) (out [][]byte, changed bool, err error)) error {
+	h.file.Lock()
+	defer h.file.Unlock()
+	if err := errors.Join(h.open(), h.flush()); err != nil {
+		return err
+	}
+	f, err := load(h.path, true)
+	if err != nil || len(f.lines) == 0 {
+		return err
+	}
+	out, changed, err := fn(f.lines)
+	if err != nil || !changed {
+		return err
+	}
+	return h.rewrite(out)
+}
+
+// size is where the history's last whole member ends.
+func (h *History) size() int {
+	if len(h.ends) == 0 {
+		return 0
+	}
+	return h.ends[len(h.ends)-1]
+}
+
+// trim keeps the newest keep members of the history (atomically), copied
+// as they are. The members' ends are the ones this history knows when the
+// file is still the size they say; otherwise the file is read again to
+// find them. h.file is held.
+func (h *History) trim(keep int) error {
+	path := h.path
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read request history: %w", err)
+	}
+	ends, good := h.ends, h.size()
+	if len(ends) == 0 || good != len(data) {
+		f := parse(data, false)
+		ends, good = f.ends, f.good
+	}
+	if len(ends) <= keep {
+		h.ends = ends
+		return nil
+	}
+	cut := ends[len(ends)-keep-1]
+	if err := files.AtomicWrite(path, data[cut:good]); err != nil {
+		return err
+	}
+	h.ends = make([]int, keep, Retention*2)
+	for i, e := range ends[len(ends)-keep:] {
+		h.ends[i] = e - cut
+	}
+	return nil
+}
+
+// rewrite replaces the history with lines (atomically), one member each.
+// h.file is held.
+func (h *History) rewrite(lines [][]byte) error {
+	path := h.path
+	var out []byte
+	ends := make([]int, 0, max(len(lines), Retention*2))
+	for _, line := range lines {
+		var err error
+		if out, err = appendMember(out, line); err != nil {
+			return err
+		}
+		ends = append(ends, len(out))
+	}
+	if err := makeDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+	}
+	if err := files.AtomicWrite(path, out); err != nil {
+		h.ends = nil // unknown: the next trim reads the file
+		return err
+	}
+	h.ends = ends
+	return nil
+}
+
+// writeHook, when set, runs before every append to a history (SetWriteHook).
+var writeHook atomic.Pointer[func(path string) error]
+
+// SetWriteHook makes every append to a history call hook first, with the
+// history's path, and fail with its error; nil removes it. For tests only:
+// a full disk, or a writer stalled on the disk.
+func SetWriteHook(hook func(path string) error) {
+	if hook == nil {
+		writeHook.Store(nil)
+		return
+	}
+	writeHook.Store(&hook)
+}
+
+func writeHooked(path string) error {
+	if hook := writeHook.Load(); hook != nil {
+		return (*hook)(path)
+	}
+	return nil
+}

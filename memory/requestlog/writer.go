@@ -1,0 +1,40 @@
+package requestlog
+
+// Writer is the store's history writer, one goroutine: it writes the
+// queued records of each history sent to it.
+type Writer struct {
+	work chan *History
+	done chan struct{}
+}
+
+// StartWriter starts a history writer; report gets the errors of its
+// writes (the records' callers have answered already). Stop ends it.
+func StartWriter(report func(error)) *Writer {
+	w := &Writer{work: make(chan *History, 256), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for h := range w.work {
+			if err := h.Flush(); err != nil {
+				report(err)
+			}
+		}
+	}()
+	return w
+}
+
+// send hands h to the writer, unless its channel is full.
+func (w *Writer) send(h *History) bool {
+	select {
+	case w.work <- h:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop writes what was sent and ends the writer. Nothing may be appended
+// with it during or after the call.
+func (w *Writer) Stop() {
+	close(w.work)
+	<-w.done
+}
