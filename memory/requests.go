@@ -17,7 +17,8 @@ import (
 // scope-all markers); this file holds what is recorded (RequestRecord,
 // itemsapi.go, as one JSON object) and the store's wiring. A recall numbers
 // its record and queues it; the store's history writer appends it after
-// the recall has answered. Close writes what is still queued.
+// the recall has answered, and keeps it queued to try again when the write
+// fails (a full disk). Close writes what is still queued.
 const (
 	requestsDir = "requests"
 	// RequestRetention is how many request records a conversation keeps.
@@ -74,13 +75,20 @@ func (s *Store) startRequestWriter() {
 	})
 }
 
-// stopRequestWriter writes what is queued and ends the writer. No
-// operation is in flight.
+// stopRequestWriter writes what is queued and ends the writer; records
+// that a failed write left queued get a last try. No operation is in
+// flight.
 func (s *Store) stopRequestWriter() {
 	if s.reqw != nil {
 		s.reqw.Stop()
 		s.reqw = nil
 	}
+	s.reqs.Range(func(id, v any) bool {
+		if err := v.(*requestlog.History).Flush(); err != nil {
+			s.log.Warn("writing the request history failed; its unwritten records are lost", "conversation", id, "err", err)
+		}
+		return true
+	})
 }
 
 func (s *Store) requestsPath(id string) string {

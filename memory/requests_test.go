@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -492,5 +494,66 @@ func TestForgetFindsScopeAllRecordsOfAnEarlierVersion(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(reqs, name)); err != nil {
 			t.Errorf("after the first forget: %v", err)
 		}
+	}
+}
+
+// TestRequestRecordSurvivesAFailedWrite: a recall's record whose write
+// fails (a full disk) keeps its id, is read meanwhile, and reaches the
+// history once the disk takes it again (here at Close, its last try),
+// before the next recall's and once; the recalls are unaffected.
+func TestRequestRecordSurvivesAFailedWrite(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	if _, err := s.Ingest(ctx, IngestRequest{ConversationID: "c", Messages: []Message{msg("user", "", "the deploy uses blue-green switching", time.Time{})}}); err != nil {
+		t.Fatal(err)
+	}
+	recall := func(want string) {
+		t.Helper()
+		res, err := s.Recall(ctx, RecallRequest{ConversationID: "c", Message: "how do we deploy?"})
+		if err != nil || res.RequestID != want {
+			t.Fatalf("recall: request id %q, %v; want %q", res.RequestID, err, want)
+		}
+	}
+	recall("r1")
+	if err := s.flushRequests(); err != nil {
+		t.Fatal(err)
+	}
+	var full atomic.Bool
+	requestlog.SetWriteHook(func(string) error {
+		if full.Load() {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	t.Cleanup(func() { requestlog.SetWriteHook(nil) })
+	full.Store(true)
+	recall("r2")
+	if err := s.flushRequests(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("writing the history on a full disk: %v, want ENOSPC", err)
+	}
+	if got := requestSeqs(t, s, "c"); !slices.Equal(got, []int{2, 1}) {
+		t.Fatalf("read on a full disk: %v, want [2 1]", got)
+	}
+	if members, _ := historyMembers(t, s.requestsPath("c")); members != 1 {
+		t.Fatalf("the file holds %d records on a full disk, want 1", members)
+	}
+	full.Store(false)
+	if err := s.Close(); err != nil { // the last try: it writes r2
+		t.Fatal(err)
+	}
+	if members, records := historyMembers(t, s.requestsPath("c")); members != 2 || records != 2 {
+		t.Fatalf("the file holds %d records in %d members after Close, want 2", records, members)
+	}
+	s = openTest(t, Options{Dir: dir})
+	recall("r3")
+	if got := requestSeqs(t, s, "c"); !slices.Equal(got, []int{3, 2, 1}) {
+		t.Fatalf("after the fault: %v, want [3 2 1]", got)
+	}
+	if err := s.flushRequests(); err != nil {
+		t.Fatal(err)
+	}
+	if members, records := historyMembers(t, s.requestsPath("c")); members != 3 || records != 3 {
+		t.Fatalf("the file holds %d records in %d members, want 3", records, members)
 	}
 }

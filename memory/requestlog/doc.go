@@ -53,8 +53,13 @@
 // answered, under the history's file lock, so a caller does not wait
 // while the previous record is compressed and written (unless the writer
 // has fallen behind: with maxQueued records queued, or its channel full,
-// the caller writes the queue itself). Reading or rewriting a history
-// writes what is queued first, so a reader sees every record a caller has
-// numbered. Stopping the writer writes what was sent to it. Lock order:
-// a history's file lock, then its queue lock.
+// the caller writes the queue itself). A record is appended once: a write
+// is made at the file's end in one piece, and one that fails is cut off
+// the file again. The records of a failed write (a full disk) stay
+// queued, ahead of newer ones, and the next write tries them again, in
+// order; at most Retention wait, the oldest dropped first (the error
+// says so). Reading a history reads the queued records too, so a reader
+// sees every record a caller has numbered; rewriting one (Update) writes
+// what is queued first. Stopping the writer writes what was sent to it.
+// Lock order: a history's file lock, then its queue lock.
 package requestlog

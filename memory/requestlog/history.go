@@ -51,19 +51,32 @@ type History struct {
 	file sync.Mutex
 	// ends are the end offsets of the file's whole members, as this
 	// history read and appended them: trimming cuts at one without
-	// reading the members again, unless the file's size says it changed.
+	// reading the members again. They are found again when the file's
+	// size says it changed (nil: not known).
 	ends []int
 	// loaded is set (under file and mu) once open has read the history.
 	loaded atomic.Bool
 	// marked is set once the history's scope-all marker is known to
 	// exist.
 	marked atomic.Bool
-	// mu guards next and queue, and is held only to number a record and
-	// queue it, or to take the queue.
+	// mu guards next, queue and sent, and is held only to number a
+	// record and queue it, or to take the queue.
 	mu   sync.Mutex
 	next int // seq of the next record
-	// queue holds the records numbered but not written yet, oldest first.
-	queue []Record
+	// queue holds the records numbered but not written yet, oldest first:
+	// those a failed write left (at most Retention), then the newer ones.
+	queue []entry
+	// sent says the history is with the writer, which will take the
+	// queue.
+	sent bool
+}
+
+// entry is a queued record.
+type entry struct {
+	rec Record
+	// member is the record's gzip member, once a write that failed
+	// encoded it: the next one writes it as it is.
+	member []byte
 }
 
 // New returns the history whose file is path (it ends in Ext). Nothing is
@@ -139,10 +152,14 @@ func (h *History) open() error {
 	return nil
 }
 
-// Append numbers rec and queues it; the writer w appends it (and trims the
-// history to Retention now and then). rec must not change after the call.
+// Append numbers rec and queues it; the writer w appends it (and trims
+// the history to Retention now and then). rec must not change after the
+// call. With w nil the record stays queued until Flush. An error says rec
+// was not queued (it has no number); a failed write is not one: the
+// record stays queued for the next write to retry, and w reports the
+// failure.
 //
-// check, when not nil, is called under the queue lock (the lock a reader or
+// check, when not nil, is called under the queue lock (the lock a
 // rewriter takes to write what is queued first), after the history is
 // marked for a scope-all record and before rec is numbered; its error is
 // returned and rec is not queued. Package memory drops there a record made
@@ -169,98 +186,207 @@ func (h *History) Append(rec Record, w *Writer, check func() error) error {
 	}
 	rec.SetSeq(h.next)
 	h.next++
-	h.queue = append(h.queue, rec)
+	h.queue = append(h.queue, entry{rec: rec})
 	n := len(h.queue)
+	send := w != nil && !h.sent && n < maxQueued
+	h.sent = h.sent || send
 	h.mu.Unlock()
-	if n > 1 && n < maxQueued {
-		return nil // already sent to the writer
-	}
-	if n == 1 && w != nil && w.send(h) {
+	switch {
+	case w == nil || !send && n < maxQueued:
+		return nil // the writer has the history already
+	case send && w.send(h):
 		return nil
+	case send: // the writer is busy with many histories
+		h.mu.Lock()
+		h.sent = false
+		h.mu.Unlock()
 	}
-	// The writer is busy with many histories, or behind: write it here.
-	return h.Flush()
-}
-
-// Flush writes what is queued.
-func (h *History) Flush() error {
-	h.file.Lock()
-	defer h.file.Unlock()
-	return h.flush()
-}
-
-// flush takes the queued records and appends them to the history file.
-// h.file is held, so queues taken one after another are written in order;
-// h.mu is held only to take the queue.
-func (h *History) flush() error {
-	h.mu.Lock()
-	q := h.queue
-	h.queue = nil
-	h.mu.Unlock()
-	if len(q) == 0 {
-		return nil
-	}
-	var data []byte
-	ends := make([]int, 0, len(q))
-	for _, rec := range q {
-		line, err := rec.MarshalLine()
-		if err != nil {
-			return fmt.Errorf("encode request record: %w", err)
-		}
-		if data, err = appendMember(data, line); err != nil {
-			return err
-		}
-		ends = append(ends, len(data))
-	}
-	f, err := os.OpenFile(h.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if errors.Is(err, fs.ErrNotExist) { // requests/ not made yet, or removed by hand since
-		if err = makeDir(filepath.Dir(h.path)); err == nil {
-			f, err = os.OpenFile(h.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("open request history: %w", err)
-	}
-	werr := writeHooked(h.path)
-	if werr == nil {
-		_, werr = f.Write(data)
-	}
-	if err := errors.Join(werr, f.Close()); err != nil {
-		h.ends = nil // unknown: the next trim reads the file
-		return fmt.Errorf("append to request history: %w", err)
-	}
-	base := h.size()
-	for _, e := range ends {
-		h.ends = append(h.ends, base+e)
-	}
-	if len(h.ends) > Retention+Retention/2 {
-		return h.trim(Retention)
+	// The writer is busy or behind: write the queue here.
+	if err := h.Flush(); err != nil {
+		w.report(err)
 	}
 	return nil
 }
 
-// Read returns the history's lines, oldest first, after writing what is
-// queued: every non-empty line of every whole member. A line that is not
-// a record (Format.Seq) is the caller's to skip.
+// Flush writes what is queued. When the write fails, the records stay
+// queued (at most Retention, the oldest dropped first) and the next write
+// retries them.
+func (h *History) Flush() error {
+	h.file.Lock()
+	defer h.file.Unlock()
+	return h.flush(true)
+}
+
+// flush takes the queued records and appends them to the history file.
+// h.file is held, so queues taken one after another are written in order;
+// h.mu is held only to take the queue. The records a failed write leaves
+// go back to the head of the queue, when keep is set, or are dropped (an
+// Update's scrub could not see them).
+func (h *History) flush(keep bool) error {
+	h.mu.Lock()
+	q := h.queue
+	h.queue, h.sent = nil, false
+	h.mu.Unlock()
+	if len(q) == 0 {
+		return nil
+	}
+	rest, err := h.write(q)
+	if len(rest) > 0 && !keep {
+		err = fmt.Errorf("%w (%d request records dropped)", err, len(rest))
+	} else if len(rest) > 0 {
+		h.mu.Lock()
+		h.queue = append(rest, h.queue...)
+		drop := max(0, len(h.queue)-Retention)
+		clear(h.queue[:drop])
+		h.queue = h.queue[drop:]
+		h.mu.Unlock()
+		if drop > 0 {
+			err = fmt.Errorf("%w (the %d oldest of the request records waiting for it dropped: at most %d wait)", err, drop, Retention)
+		}
+	}
+	if len(h.ends) > Retention+Retention/2 {
+		err = errors.Join(err, h.trim(Retention))
+	}
+	return err
+}
+
+// write appends q's records to the history file, in order and in one
+// write, at its end, and returns those it did not write (with their
+// members). A record that does not encode is left out (an error says so):
+// it never will. A failed write is cut off the file again, so that the
+// records it returns are written once when retried; if that cut fails
+// too, the records the write put in whole count as written. h.file is
+// held.
+func (h *History) write(q []entry) ([]entry, error) {
+	var errs []error
+	var data []byte
+	todo := q[:0]
+	ends := make([]int, 0, len(q))
+	for _, e := range q {
+		if e.member == nil {
+			line, err := e.rec.MarshalLine()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("encode request record: %w", err))
+				continue
+			}
+			if data, err = appendMember(data, line); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		} else {
+			data = append(data, e.member...)
+		}
+		todo = append(todo, e)
+		ends = append(ends, len(data))
+	}
+	if len(todo) == 0 {
+		return nil, errors.Join(errs...)
+	}
+	// unwritten is todo from i on, each with its member, for a retry.
+	unwritten := func(i int) []entry {
+		for j := i; j < len(todo); j++ {
+			todo[j].member = data[ends[j]-memberLen(ends, j) : ends[j]]
+		}
+		return todo[i:]
+	}
+	f, err := os.OpenFile(h.path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if errors.Is(err, fs.ErrNotExist) { // requests/ not made yet, or removed by hand since
+		if err = makeDir(filepath.Dir(h.path)); err == nil {
+			f, err = os.OpenFile(h.path, os.O_WRONLY|os.O_CREATE, 0o600)
+		}
+	}
+	if err != nil {
+		return unwritten(0), errors.Join(append(errs, fmt.Errorf("open request history: %w", err))...)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return unwritten(0), errors.Join(append(errs, fmt.Errorf("append to request history: %w", err))...)
+	}
+	start, known := int(info.Size()), true
+	if start != h.size() {
+		// Changed since this history last wrote it (or not known): find
+		// its members again, for trimming.
+		g, err := load(h.path, false)
+		h.ends, known = g.ends, err == nil
+	}
+	n := 0
+	err = writeHooked(h.path)
+	if err == nil {
+		n, err = f.WriteAt(data, int64(start))
+	}
+	if err != nil {
+		err = fmt.Errorf("append to request history: %w", err)
+		terr := f.Truncate(int64(start))
+		_ = f.Close()
+		if terr != nil {
+			// What the disk took stays: the whole members count as
+			// written, and the file's members are found again.
+			h.ends = nil
+			written := 0
+			for written < len(ends) && ends[written] <= n {
+				written++
+			}
+			return unwritten(written), errors.Join(append(errs, err, fmt.Errorf("cut a failed append off the request history: %w", terr))...)
+		}
+		return unwritten(0), errors.Join(append(errs, err)...)
+	}
+	if err := f.Close(); err != nil { // written: not retried
+		errs = append(errs, fmt.Errorf("close request history: %w", err))
+	}
+	if known {
+		for _, e := range ends {
+			h.ends = append(h.ends, start+e)
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+// memberLen is the length of the member that ends at ends[i].
+func memberLen(ends []int, i int) int {
+	if i == 0 {
+		return ends[0]
+	}
+	return ends[i] - ends[i-1]
+}
+
+// Read returns the history's lines, oldest first: every non-empty line of
+// every whole member, then those of the records still queued (a record
+// numbered is read, whether or not it is written yet). A line that is not
+// a record (Format.Seq) is the caller's to skip. Read writes nothing.
 func (h *History) Read() ([][]byte, error) {
 	h.file.Lock()
 	defer h.file.Unlock()
-	if err := errors.Join(h.open(), h.flush()); err != nil {
+	if err := h.open(); err != nil {
 		return nil, err
 	}
 	f, err := load(h.path, true)
-	return f.lines, err
+	if err != nil {
+		return nil, err
+	}
+	// Under the file lock, a record is either in the file or queued: a
+	// write holds it while the queue it took is on its way.
+	h.mu.Lock()
+	q := slices.Clone(h.queue)
+	h.mu.Unlock()
+	for _, e := range q {
+		if line, err := e.rec.MarshalLine(); err == nil { // one that does not encode is never written
+			f.lines = append(f.lines, line)
+		}
+	}
+	return f.lines, nil
 }
 
 // Update rewrites the history (atomically) with what fn makes of its
 // lines (as Read gives them), when fn says it changed them; the history's
 // file lock is held throughout, so nothing is appended in between. What
-// is queued is written first. fn is not called when the history holds no
-// line.
+// is queued is written first; if that fails, the queued records are
+// dropped (they could not be given to fn) and Update fails. fn is not
+// called when the history holds no line.
 func (h *History) Update(fn func(lines [][]byte) (out [][]byte, changed bool, err error)) error {
 	h.file.Lock()
 	defer h.file.Unlock()
-	if err := errors.Join(h.open(), h.flush()); err != nil {
+	if err := errors.Join(h.open(), h.flush(false)); err != nil {
 		return err
 	}
 	f, err := load(h.path, true)

@@ -26,7 +26,7 @@ type Format struct {
 }
 
 // appendMember appends line, a record's JSON without its newline, to dst
-// as one gzip member.
+// as one gzip member (on an error, dst is returned as it was).
 func appendMember(dst, line []byte) ([]byte, error) {
 	buf := bytes.NewBuffer(dst)
 	zw := gzipWriters.Get().(*gzip.Writer)
@@ -35,7 +35,7 @@ func appendMember(dst, line []byte) ([]byte, error) {
 	_, werr := zw.Write(line)
 	_, nerr := zw.Write(newline)
 	if err := errors.Join(werr, nerr, zw.Close()); err != nil {
-		return nil, fmt.Errorf("compress request record: %w", err)
+		return dst, fmt.Errorf("compress request record: %w", err)
 	}
 	return buf.Bytes(), nil
 }

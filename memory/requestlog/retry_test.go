@@ -1,0 +1,164 @@
+package requestlog
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+)
+
+// fullDisk makes every append to a history fail with ENOSPC while it is
+// set, having first run also (when not nil) with the history's path.
+func fullDisk(t *testing.T, also func(path string)) *atomic.Bool {
+	var full atomic.Bool
+	SetWriteHook(func(path string) error {
+		if !full.Load() {
+			return nil
+		}
+		if also != nil {
+			also(path)
+		}
+		return syscall.ENOSPC
+	})
+	t.Cleanup(func() { SetWriteHook(nil) })
+	return &full
+}
+
+func seqRange(from, to int) []int {
+	var out []int
+	for i := from; i <= to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// TestFailedWriteIsRetried: the records of a write that failed (a full
+// disk) stay queued, are read meanwhile, and are written by the next
+// write once the disk takes them, in order, ahead of newer ones, once
+// each; what the disk took of the failed write is cut off the file.
+func TestFailedWriteIsRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		took func(path string) // what the disk took of the failed write
+	}{
+		{"nothing written", nil},
+		{"part written", func(path string) {
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+			if err == nil {
+				var part []byte
+				part, _ = appendMember(nil, []byte(`{"id":"r3","seq":3}`))
+				f.Write(part[:len(part)/2])
+				f.Close()
+			}
+		}},
+		{"a whole member written", func(path string) {
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+			if err == nil {
+				part, _ := appendMember(nil, []byte(`{"id":"r3","seq":3}`))
+				f.Write(part)
+				f.Close()
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			full := fullDisk(t, tc.took)
+			path := historyPath(t)
+			h := New(path, testFormat)
+			appendT(t, h, nil, 2, "")
+			before, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			full.Store(true)
+			for range 3 {
+				if err := h.Append(&testRec{}, nil, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := h.Flush(); !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("flush on a full disk: %v, want ENOSPC", err)
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+				t.Fatalf("the failed write left %d bytes in the file", len(after)-len(before))
+			}
+			if got := readSeqs(t, h); !slices.Equal(got, seqRange(1, 5)) {
+				t.Fatalf("read during the fault: %v, want 1 to 5 (3 to 5 queued)", got)
+			}
+			if err := h.Flush(); !errors.Is(err, syscall.ENOSPC) { // still full: still kept
+				t.Fatalf("second flush on a full disk: %v, want ENOSPC", err)
+			}
+			full.Store(false)
+			if err := h.Append(&testRec{}, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if got := readSeqs(t, New(path, testFormat)); !slices.Equal(got, seqRange(1, 6)) {
+				t.Fatalf("after the fault: the file holds %v, want 1 to 6 once each", got)
+			}
+			if f, err := load(path, false); err != nil || f.good != len(f.data) || len(f.ends) != 6 {
+				t.Fatalf("file: %d members, %d of %d bytes whole, %v", len(f.ends), f.good, len(f.data), err)
+			}
+		})
+	}
+}
+
+// TestFailedWritesKeepAtMostRetention: while writes fail, at most
+// Retention records wait, the oldest dropped first, and the error says so.
+func TestFailedWritesKeepAtMostRetention(t *testing.T) {
+	full := fullDisk(t, nil)
+	path := historyPath(t)
+	h := New(path, testFormat)
+	full.Store(true)
+	for range Retention + 10 {
+		if err := h.Append(&testRec{}, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := h.Flush()
+	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "10 oldest") {
+		t.Fatalf("flush on a full disk: %v, want ENOSPC saying the 10 oldest were dropped", err)
+	}
+	full.Store(false)
+	if err := h.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readSeqs(t, New(path, testFormat)); !slices.Equal(got, seqRange(11, Retention+10)) {
+		t.Fatalf("after the fault: the file holds %d records, %v...; want 11 to %d", len(got), got[:min(3, len(got))], Retention+10)
+	}
+}
+
+// TestWriterRetriesAFailedWrite: the writer reports a failed write and
+// keeps its record, which reaches the file with the next record it is
+// sent, in order.
+func TestWriterRetriesAFailedWrite(t *testing.T) {
+	full := fullDisk(t, nil)
+	path := historyPath(t)
+	h := New(path, testFormat)
+	reports := make(chan error, 10)
+	w := StartWriter(func(err error) { reports <- err })
+	full.Store(true)
+	if err := h.Append(&testRec{}, w, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-reports; !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("the writer reported %v, want ENOSPC", err)
+	}
+	full.Store(false)
+	if err := h.Append(&testRec{}, w, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	close(reports)
+	for err := range reports {
+		t.Errorf("reported after the fault: %v", err)
+	}
+	if got := readSeqs(t, New(path, testFormat)); !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("the file holds %v, want [1 2]", got)
+	}
+}
