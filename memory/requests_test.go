@@ -557,3 +557,37 @@ func TestRequestRecordSurvivesAFailedWrite(t *testing.T) {
 		t.Fatalf("the file holds %d records in %d members, want 3", records, members)
 	}
 }
+
+// TestScopeAllMarkerGoesWithItsLastRecord: once the trim of a history
+// drops its last record of a recall over every conversation, its marker
+// goes too, and a forget no longer looks through it; a new such record
+// marks it again.
+func TestScopeAllMarkerGoesWithItsLastRecord(t *testing.T) {
+	s := openTest(t, Options{Dir: t.TempDir()})
+	all := func() {
+		t.Helper()
+		if err := s.appendRequest(&RequestRecord{ConversationID: "a", Scope: ScopeAll, Memory: RequestMemory{TurnIDs: []string{"b/t1"}}}, s.logRewrites.Load()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	marked := func() []string {
+		t.Helper()
+		ids, err := s.scopeAllHistories()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	all()
+	if got := marked(); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("histories with scope-all records: %v, want [a]", got)
+	}
+	appendN(t, s, "a", RequestRetention+RequestRetention/2) // trimmed: the scope-all record goes
+	if got := marked(); len(got) != 0 {
+		t.Fatalf("histories with scope-all records after the trim: %v, want none", got)
+	}
+	all()
+	if got := marked(); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("histories with scope-all records after a new one: %v, want [a]", got)
+	}
+}

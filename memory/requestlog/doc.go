@@ -40,7 +40,10 @@
 // "all"), which name other conversations' turns ("<conversation>/t12"),
 // has a marker beside it, <file>.scope-all (MarkerExt), made before the
 // first such record is queued: a forget looks through those histories
-// only (ScopeAll), not through every conversation's. The empty file
+// only (ScopeAll), not through every conversation's. A trim or rewrite
+// (a scrub) that leaves the history no such record, the queue holding
+// none either, removes the marker (and one that leaves one makes it again,
+// if it was lost); an emptied history has none. The empty file
 // scope-all-markers-made (MarkersMade) in the directory says the histories
 // of earlier versions, which had no markers, were looked through once and
 // marked; a directory this package creates has it from the start.

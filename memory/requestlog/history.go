@@ -47,22 +47,26 @@ type History struct {
 	path   string
 	format Format
 	// file is held while the history file is read or written: open,
-	// flush, trim, rewrite, Read and Update. It guards ends.
+	// flush, trim, rewrite, Read and Update. It guards ends and scopeAll.
 	file sync.Mutex
 	// ends are the end offsets of the file's whole members, as this
 	// history read and appended them: trimming cuts at one without
 	// reading the members again. They are found again when the file's
 	// size says it changed (nil: not known).
 	ends []int
+	// scopeAll says, for each of ends, whether its member holds a
+	// scope-all record: a trim or rewrite that leaves none removes the
+	// marker.
+	scopeAll []bool
 	// loaded is set (under file and mu) once open has read the history.
 	loaded atomic.Bool
-	// marked is set once the history's scope-all marker is known to
-	// exist.
-	marked atomic.Bool
-	// mu guards next, queue and sent, and is held only to number a
-	// record and queue it, or to take the queue.
+	// mu guards next, queue, sent and marked, and is held only to number
+	// a record and queue it, to take the queue, or to make or remove the
+	// marker.
 	mu   sync.Mutex
 	next int // seq of the next record
+	// marked says the history's scope-all marker is known to exist.
+	marked bool
 	// queue holds the records numbered but not written yet, oldest first:
 	// those a failed write left (at most Retention), then the newer ones.
 	queue []entry
@@ -73,7 +77,8 @@ type History struct {
 
 // entry is a queued record.
 type entry struct {
-	rec Record
+	rec      Record
+	scopeAll bool // rec.ScopeAll()
 	// member is the record's gzip member, once a write that failed
 	// encoded it: the next one writes it as it is.
 	member []byte
@@ -118,7 +123,7 @@ func (h *History) open() error {
 	}
 	// Numbering needs the newest record only: the others are not decoded
 	// (the first record after a start waits for this).
-	f, err := load(path, found)
+	f, err := load(path, found, h.format.ScopeAll)
 	if err != nil {
 		return err
 	}
@@ -136,7 +141,7 @@ func (h *History) open() error {
 		if err := os.Remove(legacy); err != nil {
 			return fmt.Errorf("request history moved to %s; remove the old %s: %w", filepath.Base(path), filepath.Base(legacy), err)
 		}
-		if f, err = load(path, false); err != nil {
+		if f, err = load(path, false, h.format.ScopeAll); err != nil {
 			return err
 		}
 	} else if f.good < len(f.data) {
@@ -144,7 +149,7 @@ func (h *History) open() error {
 			return fmt.Errorf("repair request history: %w", err)
 		}
 	}
-	h.ends = f.ends
+	h.ends, h.scopeAll = f.ends, f.scopeAll
 	h.mu.Lock()
 	h.next = f.lastSeq(h.format.Seq) + 1
 	h.loaded.Store(true)
@@ -170,14 +175,18 @@ func (h *History) Append(rec Record, w *Writer, check func() error) error {
 	if err := h.Open(); err != nil {
 		return err
 	}
-	if rec.ScopeAll() && !h.marked.Load() {
+	scopeAll := rec.ScopeAll()
+	h.mu.Lock()
+	if scopeAll && !h.marked {
 		// Before check: a scrub that finds no marker began after this
-		// record would have been dropped.
-		if err := h.mark(); err != nil {
+		// record would have been dropped. Under the queue lock: a trim or
+		// rewrite removes the marker under it, when the queue holds no
+		// scope-all record either.
+		if err := h.markLocked(); err != nil {
+			h.mu.Unlock()
 			return err
 		}
 	}
-	h.mu.Lock()
 	if check != nil {
 		if err := check(); err != nil {
 			h.mu.Unlock()
@@ -186,7 +195,7 @@ func (h *History) Append(rec Record, w *Writer, check func() error) error {
 	}
 	rec.SetSeq(h.next)
 	h.next++
-	h.queue = append(h.queue, entry{rec: rec})
+	h.queue = append(h.queue, entry{rec: rec, scopeAll: scopeAll})
 	n := len(h.queue)
 	send := w != nil && !h.sent && n < maxQueued
 	h.sent = h.sent || send
@@ -307,8 +316,8 @@ func (h *History) write(q []entry) ([]entry, error) {
 	if start != h.size() {
 		// Changed since this history last wrote it (or not known): find
 		// its members again, for trimming.
-		g, err := load(h.path, false)
-		h.ends, known = g.ends, err == nil
+		g, err := load(h.path, false, h.format.ScopeAll)
+		h.ends, h.scopeAll, known = g.ends, g.scopeAll, err == nil
 	}
 	n := 0
 	err = writeHooked(h.path)
@@ -322,7 +331,7 @@ func (h *History) write(q []entry) ([]entry, error) {
 		if terr != nil {
 			// What the disk took stays: the whole members count as
 			// written, and the file's members are found again.
-			h.ends = nil
+			h.ends, h.scopeAll = nil, nil
 			written := 0
 			for written < len(ends) && ends[written] <= n {
 				written++
@@ -335,8 +344,9 @@ func (h *History) write(q []entry) ([]entry, error) {
 		errs = append(errs, fmt.Errorf("close request history: %w", err))
 	}
 	if known {
-		for _, e := range ends {
+		for i, e := range ends {
 			h.ends = append(h.ends, start+e)
+			h.scopeAll = append(h.scopeAll, todo[i].scopeAll)
 		}
 	}
 	return nil, errors.Join(errs...)
@@ -360,7 +370,7 @@ func (h *History) Read() ([][]byte, error) {
 	if err := h.open(); err != nil {
 		return nil, err
 	}
-	f, err := load(h.path, true)
+	f, err := load(h.path, true, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -389,7 +399,7 @@ func (h *History) Update(fn func(lines [][]byte) (out [][]byte, changed bool, er
 	if err := errors.Join(h.open(), h.flush(false)); err != nil {
 		return err
 	}
-	f, err := load(h.path, true)
+	f, err := load(h.path, true, nil)
 	if err != nil || len(f.lines) == 0 {
 		return err
 	}
@@ -409,22 +419,23 @@ func (h *History) size() int {
 }
 
 // trim keeps the newest keep members of the history (atomically), copied
-// as they are. The members' ends are the ones this history knows when the
-// file is still the size they say; otherwise the file is read again to
-// find them. h.file is held.
+// as they are, and removes the marker when none of them (nor a queued
+// record) is of scope all. The members' ends are the ones this history
+// knows when the file is still the size they say; otherwise the file is
+// read again to find them. h.file is held.
 func (h *History) trim(keep int) error {
 	path := h.path
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("read request history: %w", err)
 	}
-	ends, good := h.ends, h.size()
+	ends, scopeAll, good := h.ends, h.scopeAll, h.size()
 	if len(ends) == 0 || good != len(data) {
-		f := parse(data, false)
-		ends, good = f.ends, f.good
+		f := parse(data, false, h.format.ScopeAll)
+		ends, scopeAll, good = f.ends, f.scopeAll, f.good
 	}
 	if len(ends) <= keep {
-		h.ends = ends
+		h.ends, h.scopeAll = ends, scopeAll
 		return nil
 	}
 	cut := ends[len(ends)-keep-1]
@@ -435,31 +446,35 @@ func (h *History) trim(keep int) error {
 	for i, e := range ends[len(ends)-keep:] {
 		h.ends[i] = e - cut
 	}
-	return nil
+	h.scopeAll = append(make([]bool, 0, Retention*2), scopeAll[len(scopeAll)-keep:]...)
+	return h.syncMarker(slices.Contains(h.scopeAll, true))
 }
 
-// rewrite replaces the history with lines (atomically), one member each.
-// h.file is held.
+// rewrite replaces the history with lines (atomically), one member each,
+// and makes or removes the marker as they hold a scope-all record or not
+// (nor a queued record does). h.file is held.
 func (h *History) rewrite(lines [][]byte) error {
 	path := h.path
 	var out []byte
 	ends := make([]int, 0, max(len(lines), Retention*2))
+	scopeAll := make([]bool, 0, cap(ends))
 	for _, line := range lines {
 		var err error
 		if out, err = appendMember(out, line); err != nil {
 			return err
 		}
 		ends = append(ends, len(out))
+		scopeAll = append(scopeAll, h.format.ScopeAll(line))
 	}
 	if err := makeDir(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
 	if err := files.AtomicWrite(path, out); err != nil {
-		h.ends = nil // unknown: the next trim reads the file
+		h.ends, h.scopeAll = nil, nil // unknown: the next write reads the file
 		return err
 	}
-	h.ends = ends
-	return nil
+	h.ends, h.scopeAll = ends, scopeAll
+	return h.syncMarker(slices.Contains(scopeAll, true))
 }
 
 // writeHook, when set, runs before every append to a history (SetWriteHook).

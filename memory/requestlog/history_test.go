@@ -114,7 +114,7 @@ func TestWriterWritesWhatIsSent(t *testing.T) {
 func TestHistoryDamage(t *testing.T) {
 	path := historyPath(t)
 	appendT(t, New(path, testFormat), nil, 4, "")
-	f, err := load(path, true)
+	f, err := load(path, true, nil)
 	if err != nil || len(f.ends) != 4 {
 		t.Fatalf("%d members, %v", len(f.ends), err)
 	}
@@ -205,7 +205,7 @@ func TestTrimAfterOutsideChange(t *testing.T) {
 	appendT(t, h, nil, 2*Retention, "")
 	total := 3*Retention + 20
 	recs := readSeqs(t, h)
-	all, err := load(path, true)
+	all, err := load(path, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestRetention(t *testing.T) {
 	if len(got) > Retention+Retention/2 || got[len(got)-1] != n || got[0] > n-Retention+1 {
 		t.Fatalf("history holds %d records, %d to %d; want at most %d, the newest %d ending at %d", len(got), got[0], got[len(got)-1], Retention+Retention/2, Retention, n)
 	}
-	f, err := load(path, true)
+	f, err := load(path, true, nil)
 	if err != nil || len(f.ends) != len(got) || f.good != len(f.data) {
 		t.Fatalf("file holds %d members for %d records, %d of %d bytes whole, %v", len(f.ends), len(got), f.good, len(f.data), err)
 	}

@@ -24,12 +24,35 @@ func (h *History) markerPath() string {
 	return strings.TrimSuffix(h.path, Ext) + MarkerExt
 }
 
-// mark makes the history's scope-all marker, if it is not there.
-func (h *History) mark() error {
+// markLocked makes the history's scope-all marker, if it is not there.
+// h.mu is held.
+func (h *History) markLocked() error {
 	if err := mark(h.markerPath()); err != nil {
 		return err
 	}
-	h.marked.Store(true)
+	h.marked = true
+	return nil
+}
+
+// syncMarker keeps the history's scope-all marker in step with its
+// records after a trim or rewrite; has says the file holds a scope-all
+// record. The marker is made when it does (again, if it was removed by
+// hand), and removed when neither the file nor the queue holds one (a
+// scope-all record is queued only once its marker is made, under h.mu,
+// which this holds). h.file is held.
+func (h *History) syncMarker(has bool) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if has {
+		return h.markLocked()
+	}
+	if slices.ContainsFunc(h.queue, func(e entry) bool { return e.scopeAll }) {
+		return nil
+	}
+	if err := os.Remove(h.markerPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove the request history's scope-all marker: %w", err)
+	}
+	h.marked = false
 	return nil
 }
 

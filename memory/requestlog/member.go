@@ -54,6 +54,9 @@ type file struct {
 	data []byte
 	// starts and ends are the offsets of the whole members, in order.
 	starts, ends []int
+	// scopeAll says, for each whole member, whether it holds a scope-all
+	// record (when parse was given Format.ScopeAll).
+	scopeAll []bool
 	// lines are the non-empty lines of the whole members, oldest first
 	// (when asked for).
 	lines [][]byte
@@ -69,8 +72,9 @@ type file struct {
 var gzipMagic = []byte{0x1f, 0x8b, 0x08}
 
 // load reads the history at path (none: an empty one), and its lines when
-// lines is set.
-func load(path string, lines bool) (file, error) {
+// lines is set; with scopeAll (Format.ScopeAll), which members hold a
+// scope-all record.
+func load(path string, lines bool, scopeAll func([]byte) bool) (file, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return file{}, nil
@@ -78,12 +82,12 @@ func load(path string, lines bool) (file, error) {
 	if err != nil {
 		return file{}, fmt.Errorf("read request history: %w", err)
 	}
-	return parse(data, lines), nil
+	return parse(data, lines, scopeAll), nil
 }
 
 // parse is load on a history's bytes. A damaged member is skipped: the
 // reading resumes at the next member's header.
-func parse(data []byte, lines bool) file {
+func parse(data []byte, lines bool, scopeAll func([]byte) bool) file {
 	var f file
 	f.data = data
 	var zr gzip.Reader
@@ -102,6 +106,9 @@ func parse(data []byte, lines bool) file {
 		off += n
 		f.ends = append(f.ends, off)
 		f.good = off
+		if scopeAll != nil {
+			f.scopeAll = append(f.scopeAll, scopeAll(body))
+		}
 		if lines {
 			f.lines = appendLines(f.lines, body)
 		} else {

@@ -101,7 +101,7 @@ func TestFailedWriteIsRetried(t *testing.T) {
 			if got := readSeqs(t, New(path, testFormat)); !slices.Equal(got, seqRange(1, 6)) {
 				t.Fatalf("after the fault: the file holds %v, want 1 to 6 once each", got)
 			}
-			if f, err := load(path, false); err != nil || f.good != len(f.data) || len(f.ends) != 6 {
+			if f, err := load(path, false, nil); err != nil || f.good != len(f.data) || len(f.ends) != 6 {
 				t.Fatalf("file: %d members, %d of %d bytes whole, %v", len(f.ends), f.good, len(f.data), err)
 			}
 		})
