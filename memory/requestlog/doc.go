@@ -31,8 +31,9 @@
 //
 // Histories written before 2026-11-24 as plain JSON lines (<file>.jsonl,
 // PlainExt) are moved into the compressed file the first time the
-// conversation's history is used (Open): their records come first, those
-// the compressed file holds too (a move cut short) once.
+// conversation's history is used (Open): their record lines, as they were,
+// come first, and those the compressed file holds too (a move cut short)
+// are kept once.
 //
 // # Scope-all markers
 //
@@ -55,14 +56,16 @@
 // one goroutine) encodes and appends the queue after the caller has
 // answered, under the history's file lock, so a caller does not wait
 // while the previous record is compressed and written (unless the writer
-// has fallen behind: with maxQueued records queued, or its channel full,
-// the caller writes the queue itself). A record is appended once: a write
+// has fallen behind: with 64 records queued, or its channel full, the
+// caller writes the queue itself). A record is appended once: a write
 // is made at the file's end in one piece, and one that fails is cut off
 // the file again. The records of a failed write (a full disk) stay
 // queued, ahead of newer ones, and the next write tries them again, in
 // order; at most Retention wait, the oldest dropped first (the error
 // says so). Reading a history reads the queued records too, so a reader
-// sees every record a caller has numbered; rewriting one (Update) writes
-// what is queued first. Stopping the writer writes what was sent to it.
+// sees every record a caller has numbered; rewriting one (Update, a
+// scrub) writes what is queued first, and drops it when that fails, so
+// that no record escapes a scrub. Stopping the writer writes what was sent
+// to it; its caller flushes each history a last time.
 // Lock order: a history's file lock, then its queue lock.
 package requestlog
