@@ -1,9 +1,13 @@
 package memory
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime/debug"
+	"strings"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -74,4 +78,43 @@ func damagedMessage(dir string, snapshot bool) string {
 func (d boltDB) guard(f func(*bolt.DB) error) (err error) {
 	defer d.recoverDamage(&err)
 	return f(d.DB)
+}
+
+// probeDB checks, read-only, that the vc.db at path holds every page its
+// meta page names, before it is opened for use: bbolt reads those pages
+// through a memory map, and a file cut short below them faults the
+// process (SIGBUS) at the first read past its end, which no recover
+// catches. A missing or empty file passes (bbolt makes it); a lock another
+// process holds is bolt.ErrTimeout after timeout.
+func probeDB(path string, timeout time.Duration) error {
+	st, err := os.Stat(path)
+	if err != nil || st.Size() == 0 {
+		return nil
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout})
+	if err != nil && strings.HasPrefix(err.Error(), "file size too small") {
+		// bbolt has no sentinel for a file shorter than its two meta
+		// pages (TestAnUnusableDBFileNamesTheRepair pins the message).
+		return fmt.Errorf("%w: %v", berrors.ErrInvalid, err)
+	}
+	if err != nil {
+		return err
+	}
+	err = db.View(func(tx *bolt.Tx) error { return cutShort(tx, st.Size()) })
+	return errors.Join(err, db.Close())
+}
+
+// cutShort says whether a vc.db file of size bytes ends before the pages
+// tx's meta names: then reading them through bbolt's map would fault.
+func cutShort(tx *bolt.Tx, size int64) error {
+	if need := tx.Size(); need > size {
+		return fmt.Errorf("%w: vc.db is %d bytes but its pages reach byte %d: the file was cut short", berrors.ErrInvalid, size, need)
+	}
+	return nil
+}
+
+// isDamagedDB reports whether err, from opening vc.db, says the file is
+// not a usable bbolt file (as opposed to a lock, a permission, a disk).
+func isDamagedDB(err error) bool {
+	return errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch)
 }

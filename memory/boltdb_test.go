@@ -161,3 +161,58 @@ func TestADamagedPageIsAnErrorThatNamesTheRepair(t *testing.T) {
 		}
 	}
 }
+
+// TestAnUnusableDBFileNamesTheRepair: a vc.db that bbolt cannot use at all
+// made Open fail with bbolt's bare "invalid database", or, cut short below
+// the pages its meta names, crashed the process (SIGBUS, which no recover
+// catches); `vc-mcp rebuild`, the repair the messages name, failed or
+// crashed the same way. Now Open answers a StorageError naming the
+// rebuild, and Rebuild brings every turn back from the logs.
+func TestAnUnusableDBFileNamesTheRepair(t *testing.T) {
+	tests := []struct {
+		name   string
+		damage func(path string, data []byte) []byte
+	}{
+		{"not a bbolt file", func(_ string, data []byte) []byte {
+			return []byte(strings.Repeat("not a bbolt file ", len(data)/17))
+		}},
+		{"cut short", func(_ string, data []byte) []byte { return data[:3*os.Getpagesize()] }},
+		{"one page", func(_ string, data []byte) []byte { return data[:os.Getpagesize()] }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			s := openTest(t, Options{Dir: dir})
+			for i := 0; i < 300; i += 50 {
+				ingest(t, s, "c", chat(50, t0.Add(time.Duration(i)*time.Hour)))
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, dbFile)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(data) <= 3*os.Getpagesize() {
+				t.Fatalf("vc.db is %d bytes: too small to cut", len(data))
+			}
+			if err := os.WriteFile(path, tt.damage(path, data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err = Open(ctx, Options{Dir: dir})
+			if !errors.Is(err, ErrStorage) || !strings.Contains(err.Error(), "vc-mcp rebuild --data-dir "+dir) {
+				t.Fatalf("Open: %v; want a StorageError naming the rebuild", err)
+			}
+			if err := Rebuild(ctx, Options{Dir: dir}, nil); err != nil {
+				t.Fatalf("Rebuild: %v", err)
+			}
+			s = openTest(t, Options{Dir: dir})
+			st, err := s.Status(ctx, "c")
+			if err != nil || st.Totals.Turns != 300 {
+				t.Fatalf("after the rebuild: %+v, %v; want 300 turns", st.Totals, err)
+			}
+		})
+	}
+}

@@ -261,7 +261,16 @@ func copyDB(src, dst string, lockTimeout time.Duration, log *slog.Logger) error 
 		return err
 	}
 	err = boltDB{DB: db, dir: filepath.Dir(src), log: log}.guard(func(db *bolt.DB) error {
-		return db.View(func(tx *bolt.Tx) error { return tx.CopyFile(dst, 0o600) })
+		return db.View(func(tx *bolt.Tx) error {
+			st, err := os.Stat(src)
+			if err != nil {
+				return err
+			}
+			if err := cutShort(tx, st.Size()); err != nil {
+				return err
+			}
+			return tx.CopyFile(dst, 0o600)
+		})
 	})
 	return errors.Join(err, db.Close())
 }

@@ -142,47 +142,16 @@ func (s *Store) reconcileLog(ctx context.Context, c *conv) error {
 		return fmt.Errorf("open master log for verification: %w", err)
 	}
 	defer f.Close()
-	known := len(c.turns)
-	matched := make([]bool, known+1)
-	fixes := map[int][2]int64{}
-	var damage []masterlog.Damage
-	var fresh []masterlog.Frame
-	last := known
-	validEnd, err := masterlog.Scan(f, 0, func(fr masterlog.Frame) error {
-		switch {
-		case fr.Seq <= known && !matched[fr.Seq]:
-			matched[fr.Seq] = true
-			t := c.turns[fr.Seq-1]
-			if !t.Damaged && (t.Start != fr.Start || t.End != fr.End) {
-				fixes[fr.Seq] = [2]int64{fr.Start, fr.End}
-			}
-		case fr.Seq > last:
-			last = fr.Seq
-			fresh = append(fresh, fr)
-		default:
-			damage = append(damage, masterlog.Damage{Start: fr.Start, End: fr.End, Reason: fmt.Sprintf("sequence %d out of order", fr.Seq), Data: fr.Line})
-		}
-		return nil
-	}, func(d masterlog.Damage) error {
-		damage = append(damage, d)
-		return nil
+	// A load is not given up half-way for a caller that went away: others
+	// may wait on it.
+	sc, err := scanLog(context.WithoutCancel(ctx), f, size, len(c.turns), func(seq int) turnSpan {
+		t := &c.turns[seq-1]
+		return turnSpan{start: t.Start, end: t.End, damaged: t.Damaged}
 	})
 	if err != nil {
 		return fmt.Errorf("verify master log %s: %w", c.log.Path(), err)
 	}
-	if validEnd < size {
-		tail := make([]byte, size-validEnd)
-		if _, err := f.ReadAt(tail, validEnd); err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("read torn tail of %s: %w", c.log.Path(), err)
-		}
-		damage = append(damage, masterlog.Damage{Start: validEnd, End: size, Reason: "unterminated last record (torn tail)", Data: tail})
-	}
-	var lost []int
-	for seq := 1; seq <= known; seq++ {
-		if !matched[seq] && !c.turns[seq-1].Damaged {
-			lost = append(lost, seq)
-		}
-	}
+	validEnd, fixes, damage, fresh, lost := sc.end, sc.moved, sc.damage, sc.fresh, sc.lost
 	if len(damage) > 0 {
 		if err := s.quarantine(c.id, damage); err != nil {
 			return err
@@ -273,4 +242,90 @@ func (c *conv) markDamaged(seq int) {
 	t.Empty, t.Damaged, t.Tokens, t.Start, t.End = true, true, 0, 0, 0
 	c.lite[seq-1] = liteOf(t, c.lite[seq-1].speaker)
 	c.damaged++
+}
+
+// turnSpan is what a scan of a master log needs of a stored turn: its
+// record's byte range, and whether it is a damaged placeholder.
+type turnSpan struct {
+	start, end int64
+	damaged    bool
+}
+
+// logScan is what scanLog found in a master log, against the turns a
+// conversation's state knows (seqs 1 to known).
+type logScan struct {
+	end     int64 // after the last complete line
+	records int   // records that verify
+	// matched[seq] is set when a verified record of known turn seq is in
+	// the log (the first one: a second is out of order).
+	matched []bool
+	// moved are the known turns whose record lies at another range now
+	// (bytes inserted before it), with that range.
+	moved map[int][2]int64
+	// restored are damaged placeholders whose record verifies again (the
+	// log restored from a backup).
+	restored []int
+	// fresh are the records after the known turns (a crash between the
+	// log's fsync and the state's commit), in log order.
+	fresh []masterlog.Frame
+	// damage are the lines that fail verification or come out of order,
+	// and the torn tail (an unterminated last line), in log order.
+	damage []masterlog.Damage
+	// lost are the known turns, not placeholders, with no verified record.
+	lost []int
+}
+
+// scanLog reads the first size bytes of the master log in r and
+// classifies its records against the known turns of a conversation's
+// state (span gives each one's range): the one reading of a log that both
+// the store's repair at load (reconcileLog) and Check use.
+func scanLog(ctx context.Context, r io.ReaderAt, size int64, known int, span func(seq int) turnSpan) (logScan, error) {
+	sc := logScan{matched: make([]bool, known+1), moved: map[int][2]int64{}}
+	last := known
+	validEnd, err := masterlog.Scan(io.NewSectionReader(r, 0, size), 0, func(fr masterlog.Frame) error {
+		sc.records++
+		if sc.records%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		switch {
+		case fr.Seq <= known && !sc.matched[fr.Seq]:
+			sc.matched[fr.Seq] = true
+			t := span(fr.Seq)
+			switch {
+			case t.damaged:
+				sc.restored = append(sc.restored, fr.Seq)
+			case t.start != fr.Start || t.end != fr.End:
+				sc.moved[fr.Seq] = [2]int64{fr.Start, fr.End}
+			}
+		case fr.Seq > last:
+			last = fr.Seq
+			sc.fresh = append(sc.fresh, fr)
+		default:
+			sc.records--
+			sc.damage = append(sc.damage, masterlog.Damage{Start: fr.Start, End: fr.End, Reason: fmt.Sprintf("sequence %d out of order", fr.Seq), Data: fr.Line})
+		}
+		return nil
+	}, func(d masterlog.Damage) error {
+		sc.damage = append(sc.damage, d)
+		return nil
+	})
+	if err != nil {
+		return sc, err
+	}
+	sc.end = validEnd
+	if validEnd < size {
+		tail := make([]byte, size-validEnd)
+		if _, err := r.ReadAt(tail, validEnd); err != nil && !errors.Is(err, io.EOF) {
+			return sc, fmt.Errorf("read the torn tail: %w", err)
+		}
+		sc.damage = append(sc.damage, masterlog.Damage{Start: validEnd, End: size, Reason: "unterminated last record (torn tail)", Data: tail})
+	}
+	for seq := 1; seq <= known; seq++ {
+		if !sc.matched[seq] && !span(seq).damaged {
+			sc.lost = append(sc.lost, seq)
+		}
+	}
+	return sc, nil
 }

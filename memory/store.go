@@ -713,22 +713,10 @@ func Rebuild(ctx context.Context, opts Options, progress Progress) error {
 	if err := Rebuildable(opts); err != nil {
 		return err
 	}
-	// Take the lock before deleting anything (a compaction a crash cut
-	// short is finished first, so that bbolt can read the file).
-	if err := finishCompaction(filepath.Join(opts.Dir, dbFile)); err != nil {
+	dbPath := filepath.Join(opts.Dir, dbFile)
+	if err := lockForRebuild(dbPath, opts); err != nil {
 		return err
 	}
-	db, err := bolt.Open(filepath.Join(opts.Dir, dbFile), 0o600, &bolt.Options{Timeout: opts.LockTimeout})
-	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
-			return lockedError(opts.Dir)
-		}
-		return fmt.Errorf("open store: %w", err)
-	}
-	if err := db.Close(); err != nil {
-		return fmt.Errorf("close store: %w", err)
-	}
-	dbPath := filepath.Join(opts.Dir, dbFile)
 	for _, p := range []string{dbPath, dbPath + compactingSuffix, dbPath + compactedSuffix, filepath.Join(opts.Dir, indexDir)} {
 		if err := os.RemoveAll(p); err != nil {
 			return fmt.Errorf("remove %s: %w", p, err)
@@ -746,6 +734,39 @@ func Rebuild(ctx context.Context, opts Options, progress Progress) error {
 		progress(len(ids), len(ids), "rebuilt")
 	}
 	return s.Close()
+}
+
+// lockForRebuild makes sure no process uses the vc.db at path before
+// Rebuild deletes it: bbolt's lock is taken (and let go) as an open for
+// writing takes it, after a compaction a crash cut short is finished. A
+// vc.db bbolt cannot use (damaged, cut short) passes: no process can have
+// it open, since every open of it fails as this one does; rebuilding is
+// its repair.
+func lockForRebuild(path string, opts Options) error {
+	if err := finishCompaction(path); err != nil {
+		return err
+	}
+	err := probeDB(path, opts.LockTimeout)
+	if err == nil {
+		err = boltDB{dir: opts.Dir, log: opts.Logger}.guard(func(*bolt.DB) error {
+			db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout})
+			if err != nil {
+				return err
+			}
+			return db.Close()
+		})
+	}
+	switch {
+	case err == nil:
+		return nil
+	case isDamagedDB(err):
+		opts.Logger.Warn("vc.db is damaged; rebuilding it from the logs", "data_dir", opts.Dir, "err", err)
+		return nil
+	case errors.Is(err, bolt.ErrTimeout):
+		return lockedError(opts.Dir)
+	default:
+		return fmt.Errorf("open store: %w", err)
+	}
 }
 
 // kickEmbedder wakes the background embedder, if there is one.
@@ -768,9 +789,17 @@ func (s *Store) kickEmbedder() {
 // file and grows it in powers of two regardless.
 const dbGrowStep = 256 << 10
 
-// openDB opens vc.db with the store's options.
+// openDB opens vc.db with the store's options. A file bbolt cannot use
+// (not a bbolt file, a damaged meta page, cut short) is a damaged vc.db,
+// with the repair in its message.
 func openDB(path string, opts Options) (*bolt.DB, error) {
 	if err := finishCompaction(path); err != nil {
+		return nil, err
+	}
+	if err := probeDB(path, opts.LockTimeout); err != nil {
+		if isDamagedDB(err) {
+			return nil, damagedDB(opts.Dir, false, err)
+		}
 		return nil, err
 	}
 	var db *bolt.DB
@@ -778,6 +807,9 @@ func openDB(path string, opts Options) (*bolt.DB, error) {
 		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout, NoSync: opts.noSync})
 		return err
 	})
+	if isDamagedDB(err) {
+		return nil, damagedDB(opts.Dir, false, err)
+	}
 	if err != nil {
 		return nil, err
 	}
