@@ -1,10 +1,12 @@
 package memory
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -14,76 +16,67 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 )
 
 // Check reads a data directory and reports its state without writing a
 // byte, as `bbolt check` or `git fsck` do: every record of every master log
 // and every line of every decisions log is verified, vc.db's pages are
 // checked, and each conversation's committed state is compared with its
-// logs. It says what was lost (acknowledged turns whose records are gone or
-// damaged), what the next start repairs by itself (a torn tail, records
-// after the last commit, an index behind), and what to do. id, when not
-// empty, limits the check to one conversation.
+// logs, the same way the store compares them when it loads a conversation
+// (scanLog). It says what is lost or at risk (problems), what the next
+// start repairs by itself or was dealt with before (notices), and what to
+// do; what it could not read is reported as unchecked. id, when not empty,
+// limits the check to one conversation.
 //
-// vc.db is opened read-only; while a running vc-mcp holds it (a server
-// serving the directory), the logs alone are checked and the report says
-// so. An error is returned only when the directory cannot be read at all.
+// vc.db is read under bbolt's shared lock and closed before the logs are
+// read. While a running vc-mcp holds it, the logs alone are checked and
+// the report says so. An error is returned only when the directory cannot
+// be read at all, id is not a conversation id, or ctx ends.
 func Check(ctx context.Context, dir, id string) (CheckReport, error) {
-	rep := CheckReport{Dir: dir, DB: DBUnread}
-	if _, err := os.Stat(dir); err != nil {
+	rep := CheckReport{Dir: dir, DB: DBUnread, Conversations: []ConversationCheck{}}
+	if id != "" {
+		if err := ValidateConversationID(id); err != nil {
+			return rep, err
+		}
+	}
+	if _, err := os.ReadDir(dir); err != nil {
 		return rep, fmt.Errorf("check %s: %w", dir, err)
 	}
-	var metas map[string]*conv
-	db, err := openForCheck(filepath.Join(dir, dbFile))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		rep.DB = DBMissing
-	case errors.Is(err, errDBInUse):
-		rep.DB = DBInUse
-	case err != nil:
-		rep.DB = DBDamaged
-		rep.DBErrors = append(rep.DBErrors, err.Error())
-	default:
-		rep.DB = DBOK
-		// boltDB makes a damaged page's panic an error.
-		metas, err = checkDB(boltDB{DB: db, dir: dir, log: slog.New(slog.DiscardHandler)}, id, &rep)
-		if cerr := db.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			rep.DB = DBDamaged
-			rep.DBErrors = append(rep.DBErrors, err.Error())
-		}
-	}
-	ids, err := checkIDs(dir, id, metas)
+	states := checkDB(dir, id, &rep)
+	ids, err := checkIDs(dir, id, states)
 	if err != nil {
 		return rep, err
 	}
-	if id != "" && metas[id] == nil && !exists(filepath.Join(dir, logsDir, fileName(id)+logExt)) && !exists(filepath.Join(dir, logsDir, id+logExt)) {
+	if id != "" && len(ids) == 0 {
 		return rep, fmt.Errorf("check %s: %w: no conversation %q is stored there", dir, ErrNotFound, id)
+	}
+	if _, err := os.Stat(filepath.Join(dir, indexDir)); errors.Is(err, fs.ErrNotExist) && len(ids) > 0 {
+		rep.Findings = append(rep.Findings, Finding{Level: LevelNotice, What: "the search index (" + indexDir + "/) is missing",
+			Action: "a server rebuilds it in the background; recall and find_quote say they are catching up meanwhile"})
 	}
 	for _, cid := range ids {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		cc, err := checkConversation(dir, cid, metas[cid])
+		cc, err := checkConversation(ctx, dir, cid, states[cid], rep.DB == DBOK)
 		if err != nil {
 			return rep, err
 		}
 		rep.Conversations = append(rep.Conversations, cc)
 	}
-	for _, cc := range rep.Conversations {
-		for _, f := range cc.Findings {
-			if f.Level == LevelProblem {
+	count := func(fs []Finding) {
+		for _, f := range fs {
+			switch f.Level {
+			case LevelProblem:
 				rep.Problems++
+			case LevelUnchecked:
+				rep.Unchecked++
 			}
 		}
 	}
-	if rep.DB == DBDamaged {
-		rep.Problems++
-		rep.DBAction = damagedMessage(dir, false)
+	count(rep.Findings)
+	for _, cc := range rep.Conversations {
+		count(cc.Findings)
 	}
 	return rep, nil
 }
@@ -91,25 +84,28 @@ func Check(ctx context.Context, dir, id string) (CheckReport, error) {
 // CheckReport is what Check found.
 type CheckReport struct {
 	Dir string `json:"data_dir"`
-	// DB is how vc.db was read: DBOK, DBMissing, DBInUse or DBDamaged.
-	DB       string   `json:"vc_db"`
-	DBErrors []string `json:"vc_db_errors,omitempty"`
-	// DBAction says what to do about a damaged vc.db.
-	DBAction string `json:"vc_db_action,omitempty"`
+	// DB is how vc.db was read: DBOK, DBMissing, DBInUse, DBPending,
+	// DBDamaged or DBUnread.
+	DB string `json:"vc_db"`
+	// Findings are those about the directory as a whole (vc.db, the
+	// index); each conversation has its own.
+	Findings []Finding `json:"findings,omitempty"`
 	// Conversations are the conversations with a log or a state, by id.
 	Conversations []ConversationCheck `json:"conversations"`
-	// Problems counts the findings at LevelProblem, a damaged vc.db
-	// included: zero means nothing is lost and nothing needs the user.
-	Problems int `json:"problems"`
+	// Problems counts the findings at LevelProblem: zero means nothing is
+	// lost or at risk. Unchecked counts those at LevelUnchecked.
+	Problems  int `json:"problems"`
+	Unchecked int `json:"unchecked"`
 }
 
 // How Check read vc.db.
 const (
 	DBOK      = "ok"
-	DBMissing = "missing" // the next start rebuilds it from the logs
+	DBMissing = "missing" // missing or empty: the next start makes it from the logs
 	DBInUse   = "in use"  // a running vc-mcp holds it: the logs alone were checked
+	DBPending = "pending" // a compaction of it a crash cut short: the next start finishes it
 	DBDamaged = "damaged"
-	DBUnread  = "unread"
+	DBUnread  = "unread" // it could not be read (see the findings)
 )
 
 // ConversationCheck is one conversation's part of a check.
@@ -120,17 +116,17 @@ type ConversationCheck struct {
 	LogBytes int64 `json:"log_bytes"`
 	// Decisions counts the decisions log's verified lines.
 	Decisions int `json:"decisions"`
-	// Turns is how many turns vc.db holds (when it was read), damaged
-	// placeholders included.
+	// Turns is how many turns vc.db holds, damaged placeholders included
+	// (0 when vc.db was not read).
 	Turns    int       `json:"turns"`
 	Findings []Finding `json:"findings,omitempty"`
 }
 
 // Finding is one thing a check found.
 type Finding struct {
-	// Level is LevelProblem (something is lost or damaged, or needs the
-	// user) or LevelNotice (the next start repairs it by itself, or it was
-	// dealt with before).
+	// Level is LevelProblem (something is lost, damaged or at risk),
+	// LevelNotice (the next start repairs it by itself, or it was dealt
+	// with before) or LevelUnchecked (it could not be read).
 	Level  string `json:"level"`
 	What   string `json:"what"`
 	Action string `json:"action,omitempty"`
@@ -138,257 +134,405 @@ type Finding struct {
 
 // Finding levels.
 const (
-	LevelProblem = "problem"
-	LevelNotice  = "notice"
+	LevelProblem   = "problem"
+	LevelNotice    = "notice"
+	LevelUnchecked = "unchecked"
 )
 
-var errDBInUse = errors.New("vc.db is held by a running vc-mcp")
-
-// openForCheck opens vc.db read-only; a writer holding it (a running
-// server) is errDBInUse.
-func openForCheck(path string) (*bolt.DB, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, err
-	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, errDBInUse
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open vc.db: %w", err)
-	}
-	return db, nil
+// checkState is what a check needs of a conversation's committed state.
+type checkState struct {
+	meta  convMeta
+	spans []turnSpan // spans[seq-1]
+	// err is why the state does not decode (the rest is then empty).
+	err error
 }
 
-// checkDB runs bbolt's consistency check over vc.db and loads each
-// conversation's committed state (only id's when it is set).
-func checkDB(db boltDB, id string, rep *CheckReport) (map[string]*conv, error) {
-	metas := map[string]*conv{}
-	err := db.View(func(tx *bolt.Tx) error {
-		for err := range tx.Check() {
-			rep.DBErrors = append(rep.DBErrors, err.Error())
+// keepVCDB is the advice for a decisions log that lost lines vc.db had
+// applied: vc.db is then the only copy of what they recorded.
+const keepVCDB = "vc.db still holds what they recorded: keep it (do not run `vc-mcp rebuild` or delete vc.db, which would make their topics and summaries again, an LLM's by calling it again)"
+
+// checkDB reads vc.db under bbolt's shared lock: its consistency, and the
+// committed state of each conversation (only id's when it is set). It
+// sets rep.DB, and adds what it found to rep.Findings.
+func checkDB(dir, id string, rep *CheckReport) map[string]*checkState {
+	path := filepath.Join(dir, dbFile)
+	add := func(level, action, format string, args ...any) {
+		rep.Findings = append(rep.Findings, Finding{Level: level, What: fmt.Sprintf(format, args...), Action: action})
+	}
+	if _, err := os.Stat(path + compactedSuffix); err == nil {
+		rep.DB = DBPending
+		add(LevelNotice, "the next start finishes it; the logs alone were checked",
+			"a compaction of vc.db was cut short by a crash (%s is its complete copy)", dbFile+compactedSuffix)
+		return nil
+	}
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || err == nil && st.Mode().IsRegular() && st.Size() == 0:
+		rep.DB = DBMissing
+		add(LevelNotice, "the next start makes it again from the logs", "vc.db is missing or empty")
+		return nil
+	case err == nil && !st.Mode().IsRegular():
+		err = errors.New("not a regular file")
+	}
+	var db *bolt.DB
+	if err == nil {
+		if err = probeDB(path, time.Second); err == nil {
+			db, err = bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
 		}
-		if len(rep.DBErrors) > 0 {
-			return fmt.Errorf("vc.db fails bbolt's consistency check (%d errors)", len(rep.DBErrors))
+	}
+	switch {
+	case errors.Is(err, bolt.ErrTimeout):
+		rep.DB = DBInUse
+		add(LevelNotice, "stop it (vc-mcp daemon stop) for a full check", "vc.db is held by a running vc-mcp, so the logs alone were checked")
+		return nil
+	case isDamagedDB(err):
+		rep.DB = DBDamaged
+		add(LevelProblem, damagedAction(dir), "vc.db is damaged: %v", err)
+		return nil
+	case err != nil:
+		add(LevelUnchecked, "", "vc.db could not be read: %v", err)
+		return nil
+	}
+	states := map[string]*checkState{}
+	var problems []string
+	err = boltDB{DB: db, dir: dir, log: discardLog}.View(func(tx *bolt.Tx) error {
+		if err := cutShort(tx, st.Size()); err != nil {
+			return err
+		}
+		for err := range tx.Check() {
+			problems = append(problems, err.Error())
+		}
+		if len(problems) > 0 {
+			return nil
 		}
 		b := tx.Bucket(bucketConvs)
 		if b == nil {
 			return nil
 		}
-		return b.ForEach(func(k, _ []byte) error {
-			if id != "" && string(k) != id {
-				return nil
+		return b.ForEach(func(k, v []byte) error {
+			if id == "" || string(k) == id {
+				states[string(k)] = loadCheckState(tx, string(k), v)
 			}
-			c, err := loadConv(tx, string(k))
-			if err != nil {
-				return err
-			}
-			metas[string(k)] = c
 			return nil
 		})
 	})
-	return metas, err
+	err = errors.Join(err, db.Close())
+	switch {
+	case len(problems) > 0:
+		rep.DB = DBDamaged
+		add(LevelProblem, damagedAction(dir), "vc.db fails bbolt's consistency check: %s", strings.Join(problems[:min(len(problems), 5)], "; "))
+		return nil
+	case err != nil:
+		rep.DB = DBDamaged
+		add(LevelProblem, damagedAction(dir), "vc.db is damaged: %v", err)
+		return nil
+	}
+	rep.DB = DBOK
+	return states
 }
 
-// checkIDs lists the conversations to check: those with a master log and
-// those vc.db knows.
-func checkIDs(dir, id string, metas map[string]*conv) ([]string, error) {
-	if id != "" {
-		return []string{id}, nil
+func damagedAction(dir string) string {
+	return "stop vc-mcp and run `vc-mcp rebuild --data-dir " + dir + "`: vc.db is remade from the master logs and the decisions logs, which hold every stored message"
+}
+
+// discardLog is the logger of a check's bbolt handle: a damaged page is
+// reported as a finding.
+var discardLog = slog.New(slog.DiscardHandler)
+
+// loadCheckState reads one conversation's committed state: its header
+// (meta, the value in bucketConvs) and its turns' ranges.
+func loadCheckState(tx *bolt.Tx, id string, meta []byte) *checkState {
+	cs := &checkState{}
+	if err := json.Unmarshal(meta, &cs.meta); err != nil {
+		return &checkState{err: fmt.Errorf("its header does not decode: %w", err)}
 	}
+	b := tx.Bucket(convBucketName(id))
+	if b == nil {
+		return cs
+	}
+	tb := b.Bucket(bucketTurns)
+	if tb == nil {
+		return cs
+	}
+	err := forEachRecord(tb, func(seq int, v []byte) error {
+		t, err := decodeTurn(v)
+		if err != nil {
+			return fmt.Errorf("turn %d does not decode: %w", seq, err)
+		}
+		if t.Seq != len(cs.spans)+1 {
+			return fmt.Errorf("turn %d is out of sequence", t.Seq)
+		}
+		cs.spans = append(cs.spans, turnSpan{start: t.Start, end: t.End, damaged: t.Damaged})
+		return nil
+	})
+	if err != nil {
+		return &checkState{err: err}
+	}
+	return cs
+}
+
+// checkIDs lists the conversations to check: those with a master log or a
+// decisions log, and those vc.db holds (only id, when it is set).
+func checkIDs(dir, id string, states map[string]*checkState) ([]string, error) {
 	seen := map[string]bool{}
-	for cid := range metas {
+	for cid := range states {
 		seen[cid] = true
 	}
-	entries, err := os.ReadDir(filepath.Join(dir, logsDir))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("list master logs: %w", err)
-	}
-	for _, e := range entries {
-		if name, ok := strings.CutSuffix(e.Name(), logExt); ok && !e.IsDir() {
-			seen[idFromFileName(name)] = true
+	for _, d := range []struct{ dir, ext string }{{logsDir, logExt}, {decisionsDir, ".log"}} {
+		entries, err := os.ReadDir(filepath.Join(dir, d.dir))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("list %s: %w", d.dir, err)
+		}
+		for _, e := range entries {
+			if name, ok := strings.CutSuffix(e.Name(), d.ext); ok {
+				if cid := idFromFileName(name); ValidateConversationID(cid) == nil {
+					seen[cid] = true
+				}
+			}
 		}
 	}
-	ids := make([]string, 0, len(seen))
+	var ids []string
 	for cid := range seen {
-		ids = append(ids, cid)
+		if id == "" || cid == id {
+			ids = append(ids, cid)
+		}
 	}
 	slices.Sort(ids)
 	return ids, nil
 }
 
 // checkConversation verifies one conversation's logs, and compares them
-// with its committed state c when vc.db was read (nil otherwise).
-func checkConversation(dir, id string, c *conv) (ConversationCheck, error) {
+// with its committed state st (nil when vc.db does not hold it, or was not
+// read: dbRead says which).
+func checkConversation(ctx context.Context, dir, id string, st *checkState, dbRead bool) (ConversationCheck, error) {
 	cc := ConversationCheck{ID: id}
-	problem := func(action, format string, args ...any) {
-		cc.Findings = append(cc.Findings, Finding{Level: LevelProblem, What: fmt.Sprintf(format, args...), Action: action})
+	add := func(level, action, format string, args ...any) {
+		cc.Findings = append(cc.Findings, Finding{Level: level, What: fmt.Sprintf(format, args...), Action: action})
 	}
-	notice := func(action, format string, args ...any) {
-		cc.Findings = append(cc.Findings, Finding{Level: LevelNotice, What: fmt.Sprintf(format, args...), Action: action})
+	if st != nil && st.err != nil {
+		add(LevelProblem, damagedAction(dir), "vc.db's record of this conversation is damaged: %v", st.err)
+		st = nil
+	}
+	var meta convMeta
+	if st != nil {
+		meta = st.meta
+		cc.Turns = len(st.spans)
 	}
 	file := fileName(id)
 	quarantineFile := filepath.Join(quarantineDir, file+logExt)
-	known := 0
-	if c != nil {
-		known = len(c.turns)
-		cc.Turns = known
+	path, legacy := masterLogFile(dir, id)
+	if legacy {
+		add(LevelNotice, "the next start renames it", "the master log has its old-style name (%s), which may clash with another id's on a case-insensitive file system", filepath.Base(path))
 	}
-
-	// The master log.
-	path := filepath.Join(dir, logsDir, file+logExt)
-	if legacy := filepath.Join(dir, logsDir, id+logExt); legacy != path && !exists(path) && exists(legacy) {
-		path = legacy
-		notice("the next start renames it", "the master log has its old-style name (%s), which may clash with another id's on a case-insensitive file system", id+logExt)
-	}
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		if known > 0 {
-			problem("restore "+filepath.Join(logsDir, file+logExt)+" from a backup: vc.db holds no text, and the logs are the only copy",
-				"the master log is missing: the %d turns vc.db knows cannot be read", known)
+	f, size, err := openRegular(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if cc.Turns > 0 {
+			add(LevelProblem, "restore "+filepath.Join(logsDir, file+logExt)+" from a backup, before anything is stored in this conversation again: vc.db holds no text, the log is the only copy, and until then the conversation reads as empty",
+				"the master log is missing: the %d turns vc.db holds cannot be read", cc.Turns)
 		}
-		return cc, nil
+	case err != nil:
+		add(LevelUnchecked, "", "the master log could not be read: %v", err)
+	default:
+		err := checkMasterLog(ctx, f, size, st, quarantinePath(dir, id), quarantineFile, &cc, add)
+		f.Close()
+		if err != nil {
+			return cc, err
+		}
+		if st == nil && dbRead && cc.Records > 0 {
+			add(LevelNotice, "the next start replays them", "vc.db holds none of the log's %d record(s) (a crash came before its first commit)", cc.Records)
+		}
 	}
+	if st != nil && len(st.spans) > meta.IndexedThrough {
+		if _, err := os.Stat(filepath.Join(dir, indexDir)); err == nil {
+			add(LevelNotice, "a server catches it up in the background; recall and find_quote say so meanwhile",
+				"the search index is %d turn(s) behind", len(st.spans)-meta.IndexedThrough)
+		}
+	}
+	return cc, checkDecisions(ctx, dir, id, st, &cc, add)
+}
+
+// checkMasterLog verifies the master log in f (size bytes) against the
+// committed state st (nil when unknown).
+func checkMasterLog(ctx context.Context, f *os.File, size int64, st *checkState, qpath, qfile string, cc *ConversationCheck, add func(level, action, format string, args ...any)) error {
+	cc.LogBytes = size
+	known := 0
+	span := func(int) turnSpan { return turnSpan{} }
+	if st != nil {
+		known = len(st.spans)
+		span = func(seq int) turnSpan { return st.spans[seq-1] }
+	}
+	sc, err := scanLog(ctx, f, size, known, span)
 	if err != nil {
-		return cc, fmt.Errorf("open master log %s: %w", path, err)
+		return fmt.Errorf("verify master log %s: %w", f.Name(), err)
 	}
-	defer f.Close()
-	seen := make([]bool, known+1)
-	var fresh int
-	var damage []masterlog.Damage
-	validEnd, err := masterlog.Scan(f, 0, func(fr masterlog.Frame) error {
-		cc.Records++
-		if fr.Seq <= known {
-			seen[fr.Seq] = true
-		} else {
-			fresh++
+	cc.Records = sc.records
+	held, err := quarantinedKeys(qpath)
+	if err != nil {
+		add(LevelUnchecked, "", "the quarantine file %s could not be read: %v", qfile, err)
+	}
+	for _, d := range sc.damage {
+		switch {
+		case d.Start == sc.end && sc.end < size: // the torn tail
+			acked := st != nil && sc.end < st.meta.LogSize
+			what := "the last %d bytes are an unterminated record, a write that never finished"
+			if !acked {
+				what += ", so never acknowledged"
+			}
+			add(LevelNotice, "the next start copies them to "+qfile+" and cuts them", what, size-sc.end)
+		case held[quarantineKey(d)]:
+			add(LevelNotice, "", "a damaged record at byte %d (%d bytes: %s) is in %s; the records around it are served", d.Start, len(d.Data), d.Reason, qfile)
+		default:
+			add(LevelProblem, "the next start copies it to "+qfile+" and serves every other record (a stored turn it held is listed as lost)",
+				"a record at byte %d (%d bytes) fails verification: %s", d.Start, len(d.Data), d.Reason)
+		}
+	}
+	if st == nil {
+		return nil
+	}
+	if len(sc.lost) > 0 {
+		add(LevelProblem, "restore the log from a backup before vc-mcp starts again, if you have one: the next start keeps them as damaged placeholders (their ids are never reused)",
+			"%d stored turn(s) have no valid record in the log: %s", len(sc.lost), seqList(sc.lost))
+	}
+	if len(sc.restored) > 0 {
+		add(LevelNotice, "stop vc-mcp and run `vc-mcp rebuild` to get their text back",
+			"%d damaged placeholder(s) have a valid record in the log again (was it restored?): %s", len(sc.restored), seqList(sc.restored))
+	}
+	var placeholders []int
+	for seq, t := range st.spans {
+		if t.damaged && !slices.Contains(sc.restored, seq+1) {
+			placeholders = append(placeholders, seq+1)
+		}
+	}
+	if len(placeholders) > 0 {
+		add(LevelNotice, "their text is gone unless a backup of the log has it (a damaged record's bytes are kept in "+qfile+"): restore the log, then run `vc-mcp rebuild`",
+			"%d turn(s) are damaged placeholders, their records damaged or missing when a start verified the log: %s", len(placeholders), seqList(placeholders))
+	}
+	if len(sc.moved) > 0 {
+		add(LevelNotice, "the next start finds them at their new place",
+			"%d record(s) lie at other byte ranges than vc.db says (the log was rewritten by a forget or a redaction that a crash cut short, or bytes were inserted before them)", len(sc.moved))
+	}
+	if st.meta.LogSize > sc.end && len(sc.lost) == 0 {
+		add(LevelNotice, "the next start takes the log's size",
+			"the log ends at byte %d, before the %d bytes vc.db committed, yet holds every stored turn's record (a forget or redaction that rewrote it was cut short by a crash)", sc.end, st.meta.LogSize)
+	}
+	if len(sc.fresh) > 0 {
+		add(LevelNotice, "the next start replays them",
+			"%d record(s) after the last commit (a crash came between the log's fsync and vc.db's commit)", len(sc.fresh))
+	}
+	return nil
+}
+
+// checkDecisions verifies a conversation's decisions log against its
+// committed state st (nil when unknown).
+func checkDecisions(ctx context.Context, dir, id string, st *checkState, cc *ConversationCheck, add func(level, action, format string, args ...any)) error {
+	name := filepath.Join(decisionsDir, fileName(id)+".log")
+	f, size, err := openRegular(filepath.Join(dir, name))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if st != nil && st.meta.DecisionsSize > 0 {
+			add(LevelProblem, keepVCDB+"; restore "+name+" from a backup if you have one",
+				"the decisions log is missing: vc.db applied %d bytes of it (tags, compactions, summaries, splits, the working set)", st.meta.DecisionsSize)
 		}
 		return nil
-	}, func(d masterlog.Damage) error {
-		damage = append(damage, masterlog.Damage{Start: d.Start, End: d.End, Reason: d.Reason, Data: slices.Clone(d.Data)})
+	case err != nil:
+		add(LevelUnchecked, "", "the decisions log could not be read: %v", err)
+		return nil
+	}
+	defer f.Close()
+	res, err := scanDecisions(io.NewSectionReader(f, 0, size), 0, func(decision, int64) error {
+		cc.Decisions++
+		if cc.Decisions%4096 == 0 {
+			return ctx.Err()
+		}
 		return nil
 	})
 	if err != nil {
-		return cc, fmt.Errorf("verify master log %s: %w", path, err)
+		return fmt.Errorf("verify decisions log %s: %w", name, err)
 	}
-	if st, err := f.Stat(); err == nil {
-		cc.LogBytes = st.Size()
+	if len(res.skipped) > 0 {
+		add(LevelProblem, "the store skips them; "+keepVCDB+"; restore "+name+" from a backup if you have one",
+			"%d decision line(s) fail verification, at byte(s) %s", len(res.skipped), offsetList(res.skipped))
 	}
-	held, err := quarantinedKeys(filepath.Join(dir, quarantineFile))
+	if res.torn {
+		add(LevelNotice, "the next decision overwrites it", "the decisions log ends in an unterminated line, a write that never finished")
+	}
+	if st != nil && st.meta.DecisionsSize > res.end {
+		add(LevelNotice, keepVCDB+"; the next start goes on from the log's end",
+			"the decisions log ends at byte %d, before the %d bytes vc.db applied: its newest lines were lost (tag decisions are not fsync'd, so a power loss can do this)", res.end, st.meta.DecisionsSize)
+	}
+	return nil
+}
+
+// masterLogFile is the path of conversation id's master log, and whether
+// it is the old-style name (from before case-safe names) the next start
+// renames.
+func masterLogFile(dir, id string) (string, bool) {
+	path := filepath.Join(dir, logsDir, fileName(id)+logExt)
+	legacy := filepath.Join(dir, logsDir, id+logExt)
+	if legacy != path && !exists(path) && exists(legacy) {
+		return legacy, true
+	}
+	return path, false
+}
+
+func quarantinePath(dir, id string) string {
+	return filepath.Join(dir, quarantineDir, fileName(id)+logExt)
+}
+
+// openRegular opens path for reading if it is a regular file (following a
+// link), with its size when opened: a FIFO or a device is never read.
+func openRegular(path string) (*os.File, int64, error) {
+	st, err := os.Stat(path)
 	if err != nil {
-		return cc, err
+		return nil, 0, err
 	}
-	for _, d := range damage {
-		if held[quarantineKey(d)] {
-			notice("", "a damaged record at byte %d (%d bytes: %s) is in %s; the records around it are served", d.Start, len(d.Data), d.Reason, quarantineFile)
-			continue
-		}
-		problem("the next start copies it to "+quarantineFile+" and serves every other record (a stored turn it held is listed as lost)",
-			"a record at byte %d (%d bytes) fails verification: %s", d.Start, len(d.Data), d.Reason)
+	if !st.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s is not a regular file", path)
 	}
-	if cc.LogBytes > validEnd {
-		notice("the next start copies it to "+quarantineFile+" and cuts it",
-			"the last %d bytes are an unterminated record: a write that never finished, so never acknowledged", cc.LogBytes-validEnd)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
 	}
-
-	// The log against the committed state.
-	if c != nil {
-		var lost, placeholders []string
-		for seq := 1; seq <= known; seq++ {
-			switch {
-			case c.turns[seq-1].Damaged:
-				placeholders = append(placeholders, turnID(seq))
-			case !seen[seq]:
-				lost = append(lost, turnID(seq))
-			}
-		}
-		if len(lost) > 0 {
-			problem("restore the log from a backup if you have one; otherwise the next start keeps them as damaged placeholders (their ids are never reused)",
-				"%d stored turn(s) have no valid record in the log: %s", len(lost), idList(lost))
-		}
-		if c.meta.LogSize > validEnd && len(lost) == 0 {
-			problem("restore the log from a backup if you have one",
-				"the log ends at byte %d but %d bytes were committed: the file was cut short", validEnd, c.meta.LogSize)
-		}
-		if len(placeholders) > 0 {
-			problem("restore the log from a backup to get their text back; otherwise nothing is to be done: every other turn is served",
-				"%d turn(s) are damaged placeholders (%s): their records failed verification or went missing, and their bytes are in %s", len(placeholders), idList(placeholders), quarantineFile)
-		}
-		if fresh > 0 {
-			notice("the next start replays them (a crash came between the log's fsync and vc.db's commit)",
-				"%d record(s) after the last commit", fresh)
-		}
-		if _, err := os.Stat(filepath.Join(dir, indexDir)); errors.Is(err, fs.ErrNotExist) && known > 0 {
-			notice("a server rebuilds it in the background; recall and find_quote say they are catching up meanwhile",
-				"the search index (%s/) is missing", indexDir)
-		} else if behind := known - c.meta.IndexedThrough; behind > 0 {
-			notice("a server catches the index up in the background; recall and find_quote say so meanwhile",
-				"the search index is %d turn(s) behind", behind)
-		}
-	}
-
-	// The decisions log.
-	dpath := filepath.Join(dir, decisionsDir, file+".log")
-	df, err := os.Open(dpath)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if c != nil && c.meta.DecisionsSize > 0 {
-			problem("vc-mcp rebuild remakes the state from the master log alone; compaction makes the summaries again (by LLM, when one is configured)",
-				"the decisions log is missing: %d bytes of decisions (compactions, summaries, splits, working set) were committed", c.meta.DecisionsSize)
-		}
-	case err != nil:
-		return cc, fmt.Errorf("open decisions log %s: %w", dpath, err)
-	default:
-		defer df.Close()
-		res, err := scanDecisions(df, 0, func(decision, int64) error {
-			cc.Decisions++
-			return nil
-		})
-		if err != nil {
-			return cc, fmt.Errorf("verify decisions log %s: %w", dpath, err)
-		}
-		if len(res.skipped) > 0 {
-			problem("left in place and skipped: the decisions they held (a summary, a compaction boundary) are remade by compaction or `vc-mcp summaries regenerate`",
-				"%d decision line(s) fail verification, at byte(s) %s", len(res.skipped), offsetList(res.skipped))
-		}
-		if res.torn {
-			notice("overwritten by the next decision", "the decisions log ends in an unterminated line: a write that never finished")
-		}
-		if c != nil && c.meta.DecisionsSize > res.end {
-			problem("vc-mcp rebuild remakes the state from what is left; compaction makes lost summaries again",
-				"the decisions log ends at byte %d but %d bytes were committed: the file was cut short", res.end, c.meta.DecisionsSize)
-		}
-	}
-	return cc, nil
+	return f, st.Size(), nil
 }
 
 // quarantinedKeys are the keys (quarantineKey) of the damage a quarantine
-// file holds.
+// file holds, read a line at a time.
 func quarantinedKeys(path string) (map[string]bool, error) {
 	keys := map[string]bool{}
-	data, err := os.ReadFile(path)
+	f, _, err := openRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return keys, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read quarantine file: %w", err)
+		return keys, fmt.Errorf("read quarantine file: %w", err)
 	}
-	for _, line := range splitLines(data) {
-		var q quarantined
-		if json.Unmarshal(line, &q) == nil {
+	defer f.Close()
+	br := bufio.NewReader(f)
+	for {
+		line, err := br.ReadBytes('\n')
+		var q struct {
+			Key string `json:"key"`
+		}
+		if len(line) > 0 && json.Unmarshal(line, &q) == nil {
 			keys[q.Key] = true
 		}
+		if errors.Is(err, io.EOF) {
+			return keys, nil
+		}
+		if err != nil {
+			return keys, fmt.Errorf("read quarantine file: %w", err)
+		}
 	}
-	return keys, nil
 }
 
-// idList shortens a long list of turn ids for a message.
-func idList(ids []string) string {
-	const most = 10
-	if len(ids) <= most {
-		return strings.Join(ids, ", ")
+func seqList(seqs []int) string {
+	ids := make([]string, len(seqs))
+	for i, seq := range seqs {
+		ids[i] = turnID(seq)
 	}
-	return fmt.Sprintf("%s and %d more", strings.Join(ids[:most], ", "), len(ids)-most)
+	return shortList(ids)
 }
 
 func offsetList(offs []int64) string {
@@ -396,7 +540,16 @@ func offsetList(offs []int64) string {
 	for i, o := range offs {
 		s[i] = fmt.Sprint(o)
 	}
-	return idList(s)
+	return shortList(s)
+}
+
+// shortList joins a list for a message, shortening a long one.
+func shortList(items []string) string {
+	const most = 10
+	if len(items) <= most {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:most], ", "), len(items)-most)
 }
 
 func exists(path string) bool {

@@ -1,147 +1,313 @@
 package memory
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/vc-mcp/vc-mcp/internal/files"
 )
 
-// TestCheck damages a closed data directory in each way the store
-// recovers from, and checks that Check reports it, at the right level,
-// without writing a byte.
+// checkFixture is a closed data directory holding conversation "c" with
+// 50 turns, and, beside it, the vc.db it had at 40 turns and after a
+// forget of t3 (so a test can put an older commit back).
+type checkFixture struct {
+	dir, at40, log string
+	msgs           []Message
+}
+
+func newCheckFixture(t *testing.T) checkFixture {
+	t.Helper()
+	fx := checkFixture{dir: t.TempDir(), at40: filepath.Join(t.TempDir(), "vc.db.at40"), msgs: chat(50, t0)}
+	fx.log = filepath.Join(fx.dir, logsDir, "c.jsonl")
+	s := openTest(t, Options{Dir: fx.dir})
+	ingest(t, s, "c", fx.msgs[:40])
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, filepath.Join(fx.dir, dbFile), fx.at40)
+	s = openTest(t, Options{Dir: fx.dir})
+	ingest(t, s, "c", fx.msgs)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return fx
+}
+
+// start opens and closes the store, loading c (which verifies its log).
+func (fx checkFixture) start(t *testing.T) {
+	t.Helper()
+	s := openTest(t, Options{Dir: fx.dir})
+	if _, err := s.Status(context.Background(), "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCheck damages a closed data directory in the ways the store meets
+// (and some it makes itself), and checks that Check reports each at the
+// right level, with nothing false on a healthy directory, without writing
+// a byte.
 func TestCheck(t *testing.T) {
 	type want struct {
-		db       string
-		problems int
-		findings []string // each must appear in one finding's text
-		records  int
+		db                  string
+		problems, unchecked int
+		findings            []string // each must appear in one finding (level: text)
+		records             int
 	}
+	ok50 := want{db: DBOK, records: 50}
 	tests := []struct {
 		name   string
-		damage func(t *testing.T, dir string)
+		damage func(t *testing.T, fx checkFixture)
 		want   want
 	}{
-		{"clean", func(*testing.T, string) {}, want{db: DBOK, records: 50}},
-		{"damaged record", func(t *testing.T, dir string) {
-			garble(t, filepath.Join(dir, logsDir, "c.jsonl"), 25)
-		}, want{db: DBOK, problems: 2, records: 49, findings: []string{"fails verification", "have no valid record in the log: t25"}}},
-		{"damaged record after a start dealt with it", func(t *testing.T, dir string) {
-			garble(t, filepath.Join(dir, logsDir, "c.jsonl"), 25)
-			s := openTest(t, Options{Dir: dir})
-			if _, err := s.Status(context.Background(), "c"); err != nil { // loads and verifies it
+		{"clean", func(*testing.T, checkFixture) {}, ok50},
+		{"clean after a forget", func(t *testing.T, fx checkFixture) {
+			s := openTest(t, Options{Dir: fx.dir})
+			if _, err := s.Forget(context.Background(), ForgetRequest{ConversationID: "c", TurnIDs: []string{"t3", "t50"}}); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-		}, want{db: DBOK, problems: 1, records: 49, findings: []string{"is in quarantine/c.jsonl", "damaged placeholders (t25)"}}},
-		{"log cut short", func(t *testing.T, dir string) {
-			path := filepath.Join(dir, logsDir, "c.jsonl")
-			st, err := os.Stat(path)
+			// (Close removes the index after a forget: Bleve keeps deleted
+			// documents in older segments.)
+		}, want{db: DBOK, records: 50, findings: []string{"notice: the search index (index.bleve/) is missing"}}},
+		{"a forget cut short before vc.db's commit", func(t *testing.T, fx checkFixture) {
+			old := filepath.Join(t.TempDir(), "vc.db")
+			copyFile(t, filepath.Join(fx.dir, dbFile), old)
+			s := openTest(t, Options{Dir: fx.dir})
+			if _, err := s.Forget(context.Background(), ForgetRequest{ConversationID: "c", TurnIDs: []string{"t3", "t50"}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			copyFile(t, old, filepath.Join(fx.dir, dbFile))
+		}, want{db: DBOK, records: 50, findings: []string{"notice: 48 record(s) lie at other byte ranges than vc.db says", "the next start finds them at their new place"}}},
+		{"vc.db committed more than the log holds, every record there", func(t *testing.T, fx checkFixture) {
+			db, err := bolt.Open(filepath.Join(fx.dir, dbFile), 0o600, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Truncate(path, st.Size()-30); err != nil {
+			err = db.Update(func(tx *bolt.Tx) error {
+				var m convMeta
+				if err := json.Unmarshal(tx.Bucket(bucketConvs).Get([]byte("c")), &m); err != nil {
+					return err
+				}
+				m.LogSize += 100
+				return putMeta(tx, m)
+			})
+			if err = errors.Join(err, db.Close()); err != nil {
 				t.Fatal(err)
 			}
-		}, want{db: DBOK, problems: 1, records: 49, findings: []string{"unterminated record", "have no valid record in the log: t50"}}},
-		{"master log missing", func(t *testing.T, dir string) {
-			if err := os.Remove(filepath.Join(dir, logsDir, "c.jsonl")); err != nil {
+		}, want{db: DBOK, records: 50, findings: []string{"notice: the log ends at byte", "yet holds every stored turn's record"}}},
+		{"damaged record", func(t *testing.T, fx checkFixture) {
+			garble(t, fx.log, 25)
+		}, want{db: DBOK, problems: 2, records: 49, findings: []string{"problem: a record at byte", "fails verification", "problem: 1 stored turn(s) have no valid record in the log: t25"}}},
+		{"damaged record after a start dealt with it", func(t *testing.T, fx checkFixture) {
+			garble(t, fx.log, 25)
+			fx.start(t)
+		}, want{db: DBOK, records: 49, findings: []string{"notice: a damaged record at byte", "is in quarantine/c.jsonl", "notice: 1 turn(s) are damaged placeholders", ": t25"}}},
+		{"the log restored after a start dealt with its damage", func(t *testing.T, fx checkFixture) {
+			good, err := os.ReadFile(fx.log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			garble(t, fx.log, 25)
+			fx.start(t)
+			if err := os.WriteFile(fx.log, good, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, want{db: DBOK, records: 50, findings: []string{"have a valid record in the log again (was it restored?): t25", "run `vc-mcp rebuild`"}}},
+		{"log cut short", func(t *testing.T, fx checkFixture) {
+			st, err := os.Stat(fx.log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(fx.log, st.Size()-30); err != nil {
+				t.Fatal(err)
+			}
+		}, want{db: DBOK, problems: 1, records: 49, findings: []string{"notice: the last ", "unterminated record, a write that never finished", "problem: 1 stored turn(s) have no valid record in the log: t50"}}},
+		{"a record written twice", func(t *testing.T, fx checkFixture) {
+			data, err := os.ReadFile(fx.log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lo, hi := logLine(t, data, 50)
+			if err := os.WriteFile(fx.log, append(data, data[lo:hi+1]...), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, want{db: DBOK, problems: 1, records: 50, findings: []string{"fails verification: sequence 50 out of order"}}},
+		{"master log missing", func(t *testing.T, fx checkFixture) {
+			if err := os.Remove(fx.log); err != nil {
 				t.Fatal(err)
 			}
 		}, want{db: DBOK, problems: 1, findings: []string{"the master log is missing: the 50 turns"}}},
-		{"vc.db missing", func(t *testing.T, dir string) {
-			if err := os.Remove(filepath.Join(dir, dbFile)); err != nil {
+		{"master log not a file", func(t *testing.T, fx checkFixture) {
+			if err := os.Remove(fx.log); err != nil {
 				t.Fatal(err)
 			}
-		}, want{db: DBMissing, records: 50}},
-		{"vc.db damaged", func(t *testing.T, dir string) {
-			if err := os.WriteFile(filepath.Join(dir, dbFile), []byte(strings.Repeat("not a bbolt file ", 1000)), 0o600); err != nil {
+			if err := os.Mkdir(fx.log, 0o700); err != nil {
 				t.Fatal(err)
 			}
-		}, want{db: DBDamaged, problems: 1, records: 50}},
-		{"vc.db page damaged", func(t *testing.T, dir string) {
-			// The meta pages hold; every page after them is overwritten.
-			path := filepath.Join(dir, dbFile)
+		}, want{db: DBOK, unchecked: 1, findings: []string{"unchecked: the master log could not be read", "is not a regular file"}}},
+		{"vc.db missing", func(t *testing.T, fx checkFixture) {
+			if err := os.Remove(filepath.Join(fx.dir, dbFile)); err != nil {
+				t.Fatal(err)
+			}
+		}, want{db: DBMissing, records: 50, findings: []string{"notice: vc.db is missing or empty"}}},
+		{"vc.db empty", func(t *testing.T, fx checkFixture) {
+			if err := os.WriteFile(filepath.Join(fx.dir, dbFile), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, want{db: DBMissing, records: 50, findings: []string{"notice: vc.db is missing or empty"}}},
+		{"vc.db not a bbolt file", func(t *testing.T, fx checkFixture) {
+			if err := os.WriteFile(filepath.Join(fx.dir, dbFile), []byte(strings.Repeat("not a bbolt file ", 1000)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, want{db: DBDamaged, problems: 1, records: 50, findings: []string{"problem: vc.db is damaged", "vc-mcp rebuild --data-dir"}}},
+		{"vc.db cut short", func(t *testing.T, fx checkFixture) {
+			path := filepath.Join(fx.dir, dbFile)
 			data, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			page := os.Getpagesize()
-			copy(data[2*page:], strings.Repeat("\xff\x01", len(data)))
+			if err := os.WriteFile(path, data[:3*os.Getpagesize()], 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, want{db: DBDamaged, problems: 1, records: 50, findings: []string{"the file was cut short"}}},
+		{"vc.db pages overwritten", func(t *testing.T, fx checkFixture) {
+			// The meta pages hold; every page after them is overwritten.
+			path := filepath.Join(fx.dir, dbFile)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			copy(data[2*os.Getpagesize():], bytes.Repeat([]byte{0xff, 0x01}, len(data)))
 			if err := os.WriteFile(path, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}, want{db: DBDamaged, problems: 1, records: 50}},
-		{"index missing", func(t *testing.T, dir string) {
-			if err := os.RemoveAll(filepath.Join(dir, indexDir)); err != nil {
+		}, want{db: DBDamaged, problems: 1, records: 50, findings: []string{"problem: vc.db fails bbolt's consistency check", "vc-mcp rebuild --data-dir"}}},
+		{"vc.db not a file", func(t *testing.T, fx checkFixture) {
+			path := filepath.Join(fx.dir, dbFile)
+			if err := os.Remove(path); err != nil {
 				t.Fatal(err)
 			}
-		}, want{db: DBOK, records: 50, findings: []string{"the search index (index.bleve/) is missing"}}},
-		{"decision damaged", func(t *testing.T, dir string) {
-			garble(t, filepath.Join(dir, decisionsDir, "c.log"), 1)
-		}, want{db: DBOK, problems: 1, records: 50, findings: []string{"decision line(s) fail verification, at byte(s) 0"}}},
-		{"records after the last commit", func(t *testing.T, dir string) {
-			// vc.db as it was before the last ten turns: their records
-			// follow its commit, as after a crash between the two.
-			old, err := os.ReadFile(filepath.Join(dir, "vc.db.at40"))
+			if err := os.Mkdir(path, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, want{db: DBUnread, unchecked: 1, records: 50, findings: []string{"unchecked: vc.db could not be read: not a regular file"}}},
+		{"a compaction of vc.db cut short", func(t *testing.T, fx checkFixture) {
+			copyFile(t, filepath.Join(fx.dir, dbFile), filepath.Join(fx.dir, dbFile+compactedSuffix))
+		}, want{db: DBPending, records: 50, findings: []string{"notice: a compaction of vc.db was cut short"}}},
+		{"index missing", func(t *testing.T, fx checkFixture) {
+			if err := os.RemoveAll(filepath.Join(fx.dir, indexDir)); err != nil {
+				t.Fatal(err)
+			}
+		}, want{db: DBOK, records: 50, findings: []string{"notice: the search index (index.bleve/) is missing"}}},
+		{"decision damaged", func(t *testing.T, fx checkFixture) {
+			garble(t, filepath.Join(fx.dir, decisionsDir, "c.log"), 1)
+		}, want{db: DBOK, problems: 1, records: 50, findings: []string{"problem: 1 decision line(s) fail verification, at byte(s) 0", "keep it"}}},
+		{"decisions lost to a power failure", func(t *testing.T, fx checkFixture) {
+			path := filepath.Join(fx.dir, decisionsDir, "c.log")
+			data, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(dir, dbFile), old, 0o600); err != nil {
+			lo, _ := logLine(t, data, bytes.Count(data, []byte("\n")))
+			if err := os.WriteFile(path, data[:lo], 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}, want{db: DBOK, records: 50, findings: []string{"10 record(s) after the last commit"}}},
+		}, want{db: DBOK, records: 50, findings: []string{"notice: the decisions log ends at byte", "its newest lines were lost", "do not run `vc-mcp rebuild`"}}},
+		{"decisions log missing", func(t *testing.T, fx checkFixture) {
+			if err := os.Remove(filepath.Join(fx.dir, decisionsDir, "c.log")); err != nil {
+				t.Fatal(err)
+			}
+		}, want{db: DBOK, problems: 1, records: 50, findings: []string{"problem: the decisions log is missing", "do not run `vc-mcp rebuild`"}}},
+		{"records after the last commit", func(t *testing.T, fx checkFixture) {
+			// vc.db as it was before the last ten turns: their records
+			// follow its commit, as after a crash between the two.
+			copyFile(t, fx.at40, filepath.Join(fx.dir, dbFile))
+		}, want{db: DBOK, records: 50, findings: []string{"notice: 10 record(s) after the last commit"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			s := openTest(t, Options{Dir: dir})
-			msgs := chat(50, t0)
-			ingest(t, s, "c", msgs[:40])
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			copyFile(t, filepath.Join(dir, dbFile), filepath.Join(dir, "vc.db.at40"))
-			s = openTest(t, Options{Dir: dir})
-			ingest(t, s, "c", msgs)
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			tt.damage(t, dir)
-			before := dirState(t, dir)
-			rep, err := Check(context.Background(), dir, "")
+			fx := newCheckFixture(t)
+			tt.damage(t, fx)
+			before := dirState(t, fx.dir)
+			rep, err := Check(context.Background(), fx.dir, "")
 			if err != nil {
 				t.Fatalf("Check: %v", err)
 			}
-			if ch := files.Changes(before, dirState(t, dir)); len(ch) > 0 {
+			if ch := files.Changes(before, dirState(t, fx.dir)); len(ch) > 0 {
 				t.Fatalf("Check changed the data directory: %v", ch)
 			}
-			var texts []string
-			for _, cc := range rep.Conversations {
-				for _, f := range cc.Findings {
-					texts = append(texts, f.Level+": "+f.What+" -> "+f.Action)
-				}
-			}
-			all := strings.Join(texts, "\n")
-			if rep.DB != tt.want.db || rep.Problems != tt.want.problems {
-				t.Fatalf("vc.db %q, %d problems; want %q, %d\n%s\n%v", rep.DB, rep.Problems, tt.want.db, tt.want.problems, all, rep.DBErrors)
+			all := findingTexts(rep)
+			if rep.DB != tt.want.db || rep.Problems != tt.want.problems || rep.Unchecked != tt.want.unchecked {
+				t.Fatalf("vc.db %q, %d problems, %d unchecked; want %q, %d, %d\n%s", rep.DB, rep.Problems, rep.Unchecked, tt.want.db, tt.want.problems, tt.want.unchecked, all)
 			}
 			for _, w := range tt.want.findings {
 				if !strings.Contains(all, w) {
 					t.Errorf("no finding says %q:\n%s", w, all)
 				}
 			}
+			if len(tt.want.findings) == 0 && all != "" {
+				t.Errorf("findings on a directory with nothing to say:\n%s", all)
+			}
 			if len(rep.Conversations) != 1 || rep.Conversations[0].ID != "c" || rep.Conversations[0].Records != tt.want.records {
 				t.Fatalf("conversations %+v, want c with %d records", rep.Conversations, tt.want.records)
 			}
 		})
 	}
+}
+
+// The placeholder of a record restored in the log is back after a rebuild,
+// and check is then clean.
+func TestCheckRestoredRecordAfterRebuild(t *testing.T) {
+	fx := newCheckFixture(t)
+	good, err := os.ReadFile(fx.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	garble(t, fx.log, 25)
+	fx.start(t)
+	if err := os.WriteFile(fx.log, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Rebuild(context.Background(), Options{Dir: fx.dir}, nil); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Check(context.Background(), fx.dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The damaged copy stays in quarantine, as it should; the turn is back.
+	if rep.Problems != 0 || strings.Contains(findingTexts(rep), "placeholder") {
+		t.Fatalf("after the rebuild:\n%s", findingTexts(rep))
+	}
+}
+
+func findingTexts(rep CheckReport) string {
+	var texts []string
+	for _, f := range rep.Findings {
+		texts = append(texts, f.Level+": "+f.What+" -> "+f.Action)
+	}
+	for _, cc := range rep.Conversations {
+		for _, f := range cc.Findings {
+			texts = append(texts, f.Level+": "+f.What+" -> "+f.Action)
+		}
+	}
+	return strings.Join(texts, "\n")
 }
 
 // A running store holds vc.db: Check reads the logs alone and says so.
@@ -161,6 +327,14 @@ func TestCheckWhileServing(t *testing.T) {
 	}
 	if _, err := Check(context.Background(), dir, "nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a conversation that is not stored: %v, want ErrNotFound", err)
+	}
+	if _, err := Check(context.Background(), dir, "../../elsewhere/logs/c"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a path for a conversation id: %v, want ErrInvalid", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Check(ctx, dir, ""); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled check: %v", err)
 	}
 }
 

@@ -19,7 +19,7 @@ func checkCommand() *cobra.Command {
 			"and compare each conversation's committed state with its logs, writing nothing. " +
 			"Each finding is a problem (something is lost or damaged, or needs you) or a notice (the next start repairs it by itself), with what to do. " +
 			"While a vc-mcp server holds the directory, vc.db cannot be read and the logs alone are checked: stop it (vc-mcp daemon stop) for a full check. " +
-			"Exit status 1 when a problem was found.",
+			"Exit status 1 when a problem was found, 3 when something could not be read (and no problem was found).",
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.dataDir, "data-dir", "", "data directory `DIR` (default: the per-user one, or VC_DATA_DIR)")
@@ -45,8 +45,11 @@ func checkCommand() *cobra.Command {
 		} else {
 			printCheck(out, rep)
 		}
-		if rep.Problems > 0 {
+		switch {
+		case rep.Problems > 0:
 			return fmt.Errorf("check: %d problem(s) in %s", rep.Problems, rep.Dir)
+		case rep.Unchecked > 0:
+			return exitError{code: 3, err: fmt.Errorf("check: %d part(s) of %s could not be read", rep.Unchecked, rep.Dir)}
 		}
 		return nil
 	}
@@ -54,42 +57,30 @@ func checkCommand() *cobra.Command {
 }
 
 func printCheck(w io.Writer, rep memory.CheckReport) {
-	fmt.Fprintf(w, "data directory %s\n", rep.Dir)
-	switch rep.DB {
-	case memory.DBOK:
-		fmt.Fprintln(w, "vc.db: ok (bbolt's consistency check passed)")
-	case memory.DBMissing:
-		fmt.Fprintln(w, "vc.db: missing; the next start makes it again from the logs")
-	case memory.DBInUse:
-		fmt.Fprintln(w, "vc.db: in use by a running vc-mcp, so the logs alone were checked; stop it (vc-mcp daemon stop) for a full check")
-	default:
-		fmt.Fprintf(w, "vc.db: %s\n", rep.DB)
-		for _, e := range rep.DBErrors {
-			fmt.Fprintf(w, "  %s\n", e)
-		}
-		if rep.DBAction != "" {
-			fmt.Fprintf(w, "  -> %s\n", rep.DBAction)
+	fmt.Fprintf(w, "data directory %s\nvc.db: %s\n", rep.Dir, rep.DB)
+	notices := 0
+	show := func(indent string, fs []memory.Finding) {
+		for _, fd := range fs {
+			if fd.Level == memory.LevelNotice {
+				notices++
+			}
+			fmt.Fprintf(w, "%s%s: %s\n", indent, fd.Level, fd.What)
+			if fd.Action != "" {
+				fmt.Fprintf(w, "%s  -> %s\n", indent, fd.Action)
+			}
 		}
 	}
-	notices := 0
+	show("", rep.Findings)
 	for _, cc := range rep.Conversations {
 		turns := ""
 		if rep.DB == memory.DBOK {
 			turns = fmt.Sprintf(", %d turns in vc.db", cc.Turns)
 		}
 		fmt.Fprintf(w, "conversation %s: %d records (%d bytes), %d decisions%s\n", cc.ID, cc.Records, cc.LogBytes, cc.Decisions, turns)
-		for _, fd := range cc.Findings {
-			if fd.Level == memory.LevelNotice {
-				notices++
-			}
-			fmt.Fprintf(w, "  %s: %s\n", fd.Level, fd.What)
-			if fd.Action != "" {
-				fmt.Fprintf(w, "    -> %s\n", fd.Action)
-			}
-		}
+		show("  ", cc.Findings)
 	}
 	if len(rep.Conversations) == 0 {
 		fmt.Fprintln(w, "no conversation stored")
 	}
-	fmt.Fprintf(w, "%d problem(s), %d notice(s)\n", rep.Problems, notices)
+	fmt.Fprintf(w, "%d problem(s), %d notice(s), %d unchecked\n", rep.Problems, notices, rep.Unchecked)
 }

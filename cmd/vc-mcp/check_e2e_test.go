@@ -62,4 +62,20 @@ func TestCheckCLI(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "quarantine")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("check made a quarantine directory: %v", err)
 	}
+
+	// What it cannot read is not a problem found: exit status 3.
+	if err := os.Truncate(logPath, int64(len(before)-len("{\"not\": \"a record\"}\n"))); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "vc.db")
+	if err := os.Rename(db, db+".aside"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(db, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err = runCLIIn(t, "", "check", "--data-dir", dir)
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !strings.Contains(out, "unchecked: vc.db could not be read") || !strings.Contains(out, "0 problem(s), 0 notice(s), 1 unchecked") {
+		t.Fatalf("check with an unreadable vc.db: %v\n%s%s", err, out, stderr)
+	}
 }

@@ -28,12 +28,16 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
+	var ee exitError
 	switch {
 	case err == nil:
 	case errors.Is(err, flag.ErrHelp):
 		os.Exit(0)
 	case errors.Is(err, errUsage):
 		os.Exit(2)
+	case errors.As(err, &ee):
+		fmt.Fprintf(os.Stderr, "vc-mcp: %v\n", err)
+		os.Exit(ee.code)
 	default:
 		fmt.Fprintf(os.Stderr, "vc-mcp: %v\n", err)
 		os.Exit(1)
@@ -43,6 +47,15 @@ func main() {
 // errUsage marks a command line that could not be understood; the usage has
 // already been printed.
 var errUsage = errors.New("usage error")
+
+// exitError is an error with its own exit status (vc-mcp check's 3).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
 
 const usage = `vc-mcp: persistent, token-budgeted conversation memory over MCP.
 
