@@ -85,7 +85,7 @@ func (s *Store) stopRequestWriter() {
 	}
 	s.reqs.Range(func(id, v any) bool {
 		if err := v.(*requestlog.History).Flush(); err != nil {
-			s.log.Warn("writing the request history failed; its unwritten records are lost", "conversation", id, "err", err)
+			s.log.Warn("writing the request history at close failed; records it could not write are lost", "conversation", id, "err", err)
 		}
 		return true
 	})

@@ -591,3 +591,52 @@ func TestScopeAllMarkerGoesWithItsLastRecord(t *testing.T) {
 		t.Fatalf("histories with scope-all records after a new one: %v, want [a]", got)
 	}
 }
+
+// TestForgetScrubsAHistoryItCannotAppendTo: a forget scrubs the request
+// history of the turns it forgets even while appending to that history
+// fails (a full disk): the records waiting for the disk are dropped, and
+// the scrub, which writes a new file and renames it over the old, is not
+// skipped. Before, the failed append made the forget leave the forgotten
+// turn's id in the history.
+func TestForgetScrubsAHistoryItCannotAppendTo(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{Dir: t.TempDir()})
+	ingest(t, s, "b", []Message{
+		msg("user", "", "the vault passphrase hint is the heron by the mill pond", time.Time{}),
+		msg("assistant", "", "noted: a heron by the mill pond", time.Time{}),
+	})
+	if _, err := s.Recall(ctx, RecallRequest{ConversationID: "b", Message: "what is the vault hint?"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.flushRequests(); err != nil {
+		t.Fatal(err)
+	}
+	requestlog.SetWriteHook(func(string) error { return syscall.ENOSPC })
+	t.Cleanup(func() { requestlog.SetWriteHook(nil) })
+	if _, err := s.Recall(ctx, RecallRequest{ConversationID: "b", Message: "the heron?"}); err != nil {
+		t.Fatal(err)
+	}
+	naming := func() []string {
+		t.Helper()
+		recs, err := s.readRequestHistory("b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range recs {
+			if slices.Contains(r.Memory.TurnIDs, "t1") {
+				ids = append(ids, r.ID)
+			}
+		}
+		return ids
+	}
+	if got := naming(); len(got) != 2 {
+		t.Fatalf("before the forget, requests %v name t1; want both", got)
+	}
+	if _, err := s.Forget(ctx, ForgetRequest{ConversationID: "b", TurnIDs: []string{"t1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := naming(); len(got) > 0 {
+		t.Fatalf("requests %v still name the forgotten t1", got)
+	}
+}

@@ -52,20 +52,29 @@
 // # Writing
 //
 // A caller numbers its record and queues it (History.Append), holding the
-// history's queue lock only for that; the store's history writer (Writer,
-// one goroutine) encodes and appends the queue after the caller has
-// answered, under the history's file lock, so a caller does not wait
-// while the previous record is compressed and written (unless the writer
-// has fallen behind: with 64 records queued, or its channel full, the
-// caller writes the queue itself). A record is appended once: a write
-// is made at the file's end in one piece, and one that fails is cut off
-// the file again. The records of a failed write (a full disk) stay
-// queued, ahead of newer ones, and the next write tries them again, in
-// order; at most Retention wait, the oldest dropped first (the error
-// says so). Reading a history reads the queued records too, so a reader
-// sees every record a caller has numbered; rewriting one (Update, a
-// scrub) writes what is queued first, and drops it when that fails, so
-// that no record escapes a scrub. Stopping the writer writes what was sent
-// to it; its caller flushes each history a last time.
+// history's queue lock for that (and to make the scope-all marker, and to
+// run the caller's check); the store's history writer (Writer, one
+// goroutine) encodes and appends the queue after the caller has answered,
+// under the history's file lock, so a caller does not wait while the
+// previous record is compressed and written (unless the writer has fallen
+// behind: with 64 new records queued, or its channel full, the caller
+// writes the queue itself). A record is appended once: a write is made at
+// the file's end in one piece, and one that fails is cut off the file
+// again (should that cut fail too, the members the disk took whole count
+// as written, and a torn one stays until the next start cuts it). The
+// records of a failed write (a full disk) stay queued, ahead of newer
+// ones, and a later write tries them again, in order: the writer and
+// callers wait a second after a failed write before the next try, so a
+// disk that stays full costs a try and a warning a second; Flush always
+// tries. At most Retention wait, the oldest dropped first (the next error
+// says so). A record's number is given when it is queued: one dropped
+// while the disk is full leaves its number unused in the file, and
+// numbering after a restart goes on from the file's newest record.
+// Reading a history reads the queued records too, so a reader sees every
+// record a caller has numbered; rewriting one (Update, a scrub) writes
+// what is queued first, drops it when that fails (so that no record
+// escapes a scrub), and rewrites the file all the same. Stopping the
+// writer writes what was sent to it; its caller flushes each history a
+// last time.
 // Lock order: a history's file lock, then its queue lock.
 package requestlog

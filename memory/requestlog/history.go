@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/vc-mcp/vc-mcp/internal/files"
 )
@@ -73,7 +74,22 @@ type History struct {
 	// sent says the history is with the writer, which will take the
 	// queue.
 	sent bool
+	// failing says the last write failed, at failedAt: until retryDelay
+	// has passed, the writer and callers leave the queue as it is, so a
+	// disk that stays full costs a write attempt and a warning a second,
+	// not one a record. tried counts the records at the head of the queue
+	// that a write failed on (they do not make a caller write: they are
+	// not new). dropped counts the records let go meanwhile (at most
+	// Retention wait), for the next error to say.
+	failing  bool
+	failedAt time.Time
+	tried    int
+	dropped  int
 }
+
+// retryDelay is how long after a failed write the next is tried (except
+// by Flush and Update, which always try). A variable for tests.
+var retryDelay = time.Second
 
 // entry is a queued record.
 type entry struct {
@@ -159,7 +175,7 @@ func (h *History) open() error {
 
 // Append numbers rec and queues it; the writer w appends it (and trims
 // the history to Retention now and then). rec must not change after the
-// call. With w nil the record stays queued until Flush. An error says rec
+// call. With w nil the caller writes it. An error says rec
 // was not queued (it has no number); a failed write is not one: the
 // record stays queued for the next write to retry, and w reports the
 // failure.
@@ -196,12 +212,15 @@ func (h *History) Append(rec Record, w *Writer, check func() error) error {
 	rec.SetSeq(h.next)
 	h.next++
 	h.queue = append(h.queue, entry{rec: rec, scopeAll: scopeAll})
-	n := len(h.queue)
-	send := w != nil && !h.sent && n < maxQueued
+	if drop := len(h.queue) - Retention; drop > 0 { // writes keep failing
+		h.dropQueued(drop)
+	}
+	fresh := len(h.queue) - h.tried // not tried yet
+	send := w != nil && !h.sent && fresh < maxQueued
 	h.sent = h.sent || send
 	h.mu.Unlock()
 	switch {
-	case w == nil || !send && n < maxQueued:
+	case w != nil && !send && fresh < maxQueued:
 		return nil // the writer has the history already
 	case send && w.send(h):
 		return nil
@@ -210,53 +229,88 @@ func (h *History) Append(rec Record, w *Writer, check func() error) error {
 		h.sent = false
 		h.mu.Unlock()
 	}
-	// The writer is busy or behind: write the queue here.
-	if err := h.Flush(); err != nil {
+	// No writer, or it is busy or behind: write the queue here.
+	h.file.Lock()
+	err := h.flush(true, true)
+	h.file.Unlock()
+	if err != nil && w != nil {
 		w.report(err)
 	}
 	return nil
 }
 
-// Flush writes what is queued. When the write fails, the records stay
-// queued (at most Retention, the oldest dropped first) and the next write
-// retries them.
+// dropQueued lets the n oldest queued records go. h.mu is held.
+func (h *History) dropQueued(n int) {
+	clear(h.queue[:n])
+	h.queue = h.queue[n:]
+	h.tried = max(0, h.tried-n)
+	h.dropped += n
+}
+
+// Flush writes what is queued, whenever a write last failed. When the
+// write fails, the records stay queued (at most Retention, the oldest
+// dropped first) and a later write retries them.
 func (h *History) Flush() error {
 	h.file.Lock()
 	defer h.file.Unlock()
-	return h.flush(true)
+	return h.flush(true, false)
 }
 
 // flush takes the queued records and appends them to the history file.
 // h.file is held, so queues taken one after another are written in order;
 // h.mu is held only to take the queue. The records a failed write leaves
 // go back to the head of the queue, when keep is set, or are dropped (an
-// Update's scrub could not see them).
-func (h *History) flush(keep bool) error {
+// Update's scrub could not see them). patient: within retryDelay of a
+// failed write, nothing is tried.
+func (h *History) flush(keep, patient bool) error {
 	h.mu.Lock()
-	q := h.queue
-	h.queue, h.sent = nil, false
-	h.mu.Unlock()
-	if len(q) == 0 {
+	if patient && h.failing && time.Since(h.failedAt) < retryDelay {
+		h.sent = false
+		h.mu.Unlock()
 		return nil
 	}
-	rest, err := h.write(q)
+	q, dropped := h.queue, h.dropped
+	h.queue, h.sent, h.tried, h.dropped = nil, false, 0, 0
+	h.mu.Unlock()
+	var err error
+	if dropped > 0 {
+		err = fmt.Errorf("request history: %d record(s) dropped while it could not be written (at most %d wait)", dropped, Retention)
+	}
+	if len(q) == 0 {
+		return err
+	}
+	rest, werr := h.write(q)
+	err = errors.Join(err, werr)
+	if len(rest) == 0 {
+		h.mu.Lock()
+		h.failing = false
+		h.mu.Unlock()
+	}
 	if len(rest) > 0 && !keep {
 		err = fmt.Errorf("%w (%d request records dropped)", err, len(rest))
 	} else if len(rest) > 0 {
 		h.mu.Lock()
 		h.queue = append(rest, h.queue...)
-		drop := max(0, len(h.queue)-Retention)
-		clear(h.queue[:drop])
-		h.queue = h.queue[drop:]
-		h.mu.Unlock()
-		if drop > 0 {
+		h.tried, h.failing, h.failedAt = len(rest), true, time.Now()
+		if drop := len(h.queue) - Retention; drop > 0 {
+			h.dropQueued(drop)
+			h.dropped = 0 // said here
 			err = fmt.Errorf("%w (the %d oldest of the request records waiting for it dropped: at most %d wait)", err, drop, Retention)
 		}
+		h.mu.Unlock()
 	}
 	if len(h.ends) > Retention+Retention/2 {
 		err = errors.Join(err, h.trim(Retention))
 	}
 	return err
+}
+
+// flushSoon is the writer's flush: after a failed write, it waits
+// retryDelay before it tries again.
+func (h *History) flushSoon() error {
+	h.file.Lock()
+	defer h.file.Unlock()
+	return h.flush(true, true)
 }
 
 // write appends q's records to the history file, in order and in one
@@ -363,7 +417,9 @@ func memberLen(ends []int, i int) int {
 // Read returns the history's lines, oldest first: every non-empty line of
 // every whole member, then those of the records still queued (a record
 // numbered is read, whether or not it is written yet). A line that is not
-// a record (Format.Seq) is the caller's to skip. Read writes nothing.
+// a record (Format.Seq) is the caller's to skip. Read writes no record
+// (the first use of a history may move a plain one in, or cut a torn
+// last member: Open).
 func (h *History) Read() ([][]byte, error) {
 	h.file.Lock()
 	defer h.file.Unlock()
@@ -391,23 +447,27 @@ func (h *History) Read() ([][]byte, error) {
 // lines (as Read gives them), when fn says it changed them; the history's
 // file lock is held throughout, so nothing is appended in between. What
 // is queued is written first; if that fails, the queued records are
-// dropped (they could not be given to fn) and Update fails. fn is not
-// called when the history holds no line.
+// dropped (they could not be given to fn), the error says so, and the
+// rewrite goes on with the file: a scrub is never skipped for a write
+// that failed (it writes a new file and renames it over the old, which
+// may work where an append did not). fn is not called when the history
+// holds no line.
 func (h *History) Update(fn func(lines [][]byte) (out [][]byte, changed bool, err error)) error {
 	h.file.Lock()
 	defer h.file.Unlock()
-	if err := errors.Join(h.open(), h.flush(false)); err != nil {
+	if err := h.open(); err != nil {
 		return err
 	}
+	ferr := h.flush(false, false)
 	f, err := load(h.path, true, nil)
 	if err != nil || len(f.lines) == 0 {
-		return err
+		return errors.Join(ferr, err)
 	}
 	out, changed, err := fn(f.lines)
 	if err != nil || !changed {
-		return err
+		return errors.Join(ferr, err)
 	}
-	return h.rewrite(out)
+	return errors.Join(ferr, h.rewrite(out))
 }
 
 // size is where the history's last whole member ends.

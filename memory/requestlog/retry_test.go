@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // fullDisk makes every append to a history fail with ENOSPC while it is
@@ -121,8 +122,8 @@ func TestFailedWritesKeepAtMostRetention(t *testing.T) {
 		}
 	}
 	err := h.Flush()
-	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "10 oldest") {
-		t.Fatalf("flush on a full disk: %v, want ENOSPC saying the 10 oldest were dropped", err)
+	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "10 record(s) dropped") {
+		t.Fatalf("flush on a full disk: %v, want ENOSPC saying 10 were dropped", err)
 	}
 	full.Store(false)
 	if err := h.Flush(); err != nil {
@@ -137,6 +138,8 @@ func TestFailedWritesKeepAtMostRetention(t *testing.T) {
 // keeps its record, which reaches the file with the next record it is
 // sent, in order.
 func TestWriterRetriesAFailedWrite(t *testing.T) {
+	defer func(d time.Duration) { retryDelay = d }(retryDelay)
+	retryDelay = 0
 	full := fullDisk(t, nil)
 	path := historyPath(t)
 	h := New(path, testFormat)
@@ -160,5 +163,69 @@ func TestWriterRetriesAFailedWrite(t *testing.T) {
 	}
 	if got := readSeqs(t, New(path, testFormat)); !slices.Equal(got, []int{1, 2}) {
 		t.Fatalf("the file holds %v, want [1 2]", got)
+	}
+}
+
+// TestFailingDiskIsTriedOnceASecond: while the disk stays full, the writer
+// and the callers try a write at most once every retryDelay, not once a
+// record, and a caller never waits for the disk then; at most Retention
+// wait, and Flush (Close's last try) still tries.
+func TestFailingDiskIsTriedOnceASecond(t *testing.T) {
+	var attempts atomic.Int64
+	SetWriteHook(func(string) error {
+		attempts.Add(1)
+		return syscall.ENOSPC
+	})
+	t.Cleanup(func() { SetWriteHook(nil) })
+	h := New(historyPath(t), testFormat)
+	var reports atomic.Int64
+	w := StartWriter(func(error) { reports.Add(1) })
+	start := time.Now()
+	for range 4 * Retention {
+		if err := h.Append(&testRec{}, w, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Stop()
+	took := time.Since(start)
+	if max := int64(took/retryDelay) + 2; attempts.Load() > max || reports.Load() > max {
+		t.Fatalf("%d appends in %v: %d write attempts and %d reports, want at most %d", 4*Retention, took, attempts.Load(), reports.Load(), max)
+	}
+	before := attempts.Load()
+	if err := h.Flush(); !errors.Is(err, syscall.ENOSPC) || attempts.Load() != before+1 {
+		t.Fatalf("Flush on a full disk: %v after %d attempts, want ENOSPC after one more", err, attempts.Load()-before)
+	}
+	if got := len(readSeqs(t, h)); got != Retention {
+		t.Fatalf("%d records wait, want %d", got, Retention)
+	}
+}
+
+// TestUpdateScrubsWhenTheQueueCannotBeWritten: a rewrite (a forget's
+// scrub) goes on with the file when writing the queue first fails: the
+// queued records are dropped, never left to escape it, and the scrub is
+// not skipped.
+func TestUpdateScrubsWhenTheQueueCannotBeWritten(t *testing.T) {
+	full := fullDisk(t, nil)
+	path := historyPath(t)
+	h := New(path, testFormat)
+	appendT(t, h, nil, 3, "")
+	full.Store(true)
+	if err := h.Append(&testRec{}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	err := h.Update(func(lines [][]byte) ([][]byte, bool, error) {
+		if len(lines) != 3 {
+			t.Errorf("the scrub got %d lines, want the file's 3", len(lines))
+		}
+		return nil, true, nil // forget them all
+	})
+	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "1 request records dropped") {
+		t.Fatalf("Update: %v, want the failed write and the dropped record said", err)
+	}
+	if got := readSeqs(t, New(path, testFormat)); len(got) != 0 {
+		t.Fatalf("after the scrub the file holds %v, want nothing", got)
+	}
+	if got := readSeqs(t, h); len(got) != 0 {
+		t.Fatalf("after the scrub the history reads %v, want nothing", got)
 	}
 }

@@ -17,7 +17,7 @@ func StartWriter(report func(error)) *Writer {
 	go func() {
 		defer close(w.done)
 		for h := range w.work {
-			if err := h.Flush(); err != nil {
+			if err := h.flushSoon(); err != nil {
 				report(err)
 			}
 		}
