@@ -3,7 +3,6 @@ package requestlog
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -352,12 +351,7 @@ func (h *History) write(q []entry) ([]entry, error) {
 		}
 		return todo[i:]
 	}
-	f, err := os.OpenFile(h.path, os.O_WRONLY|os.O_CREATE, 0o600)
-	if errors.Is(err, fs.ErrNotExist) { // requests/ not made yet, or removed by hand since
-		if err = makeDir(filepath.Dir(h.path)); err == nil {
-			f, err = os.OpenFile(h.path, os.O_WRONLY|os.O_CREATE, 0o600)
-		}
-	}
+	f, err := create(h.path)
 	if err != nil {
 		return unwritten(0), errors.Join(append(errs, fmt.Errorf("open request history: %w", err))...)
 	}

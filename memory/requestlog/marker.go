@@ -58,12 +58,7 @@ func (h *History) syncMarker(has bool) error {
 
 // mark makes the marker at path, if it is not there.
 func mark(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err = makeDir(filepath.Dir(path)); err == nil {
-			f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
-		}
-	}
+	f, err := create(path)
 	if err != nil {
 		return fmt.Errorf("mark the request history: %w", err)
 	}
@@ -160,4 +155,17 @@ func markOld(dir string, entries []fs.DirEntry, f Format) ([]string, error) {
 		return marked, fmt.Errorf("mark the request histories: %w", err)
 	}
 	return marked, nil
+}
+
+// create opens path for writing, creating it, and the histories'
+// directory first when it is not there (not made yet, or removed by hand
+// since).
+func create(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = makeDir(filepath.Dir(path)); err == nil {
+			f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+		}
+	}
+	return f, err
 }
