@@ -100,15 +100,21 @@ func probeDB(path string, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	err = db.View(func(tx *bolt.Tx) error { return cutShort(tx, st.Size()) })
+	err = db.View(func(tx *bolt.Tx) error { return cutShort(tx, path) })
 	return errors.Join(err, db.Close())
 }
 
-// cutShort says whether a vc.db file of size bytes ends before the pages
-// tx's meta names: then reading them through bbolt's map would fault.
-func cutShort(tx *bolt.Tx, size int64) error {
-	if need := tx.Size(); need > size {
-		return fmt.Errorf("%w: vc.db is %d bytes but its pages reach byte %d: the file was cut short", berrors.ErrInvalid, size, need)
+// cutShort says whether the vc.db file at path ends before the pages tx's
+// meta names: then reading them through bbolt's map would fault. Its size
+// is read here, under the lock tx holds: a writer that held the file
+// while the caller waited may have grown it.
+func cutShort(tx *bolt.Tx, path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if need := tx.Size(); need > st.Size() {
+		return fmt.Errorf("%w: vc.db is %d bytes but its pages reach byte %d: the file was cut short", berrors.ErrInvalid, st.Size(), need)
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ import (
 // the report says so. An error is returned only when the directory cannot
 // be read at all, id is not a conversation id, or ctx ends.
 func Check(ctx context.Context, dir, id string) (CheckReport, error) {
-	rep := CheckReport{Dir: dir, DB: DBUnread, Conversations: []ConversationCheck{}}
+	rep := CheckReport{Dir: dir, DB: DBUnread, Findings: []Finding{}, Conversations: []ConversationCheck{}}
 	if id != "" {
 		if err := ValidateConversationID(id); err != nil {
 			return rep, err
@@ -89,7 +89,7 @@ type CheckReport struct {
 	DB string `json:"vc_db"`
 	// Findings are those about the directory as a whole (vc.db, the
 	// index); each conversation has its own.
-	Findings []Finding `json:"findings,omitempty"`
+	Findings []Finding `json:"findings"`
 	// Conversations are the conversations with a log or a state, by id.
 	Conversations []ConversationCheck `json:"conversations"`
 	// Problems counts the findings at LevelProblem: zero means nothing is
@@ -102,7 +102,7 @@ type CheckReport struct {
 const (
 	DBOK      = "ok"
 	DBMissing = "missing" // missing or empty: the next start makes it from the logs
-	DBInUse   = "in use"  // a running vc-mcp holds it: the logs alone were checked
+	DBInUse   = "in_use"  // a running vc-mcp holds it: the logs alone were checked
 	DBPending = "pending" // a compaction of it a crash cut short: the next start finishes it
 	DBDamaged = "damaged"
 	DBUnread  = "unread" // it could not be read (see the findings)
@@ -119,7 +119,7 @@ type ConversationCheck struct {
 	// Turns is how many turns vc.db holds, damaged placeholders included
 	// (0 when vc.db was not read).
 	Turns    int       `json:"turns"`
-	Findings []Finding `json:"findings,omitempty"`
+	Findings []Finding `json:"findings"`
 }
 
 // Finding is one thing a check found.
@@ -162,7 +162,7 @@ func checkDB(dir, id string, rep *CheckReport) map[string]*checkState {
 	if _, err := os.Stat(path + compactedSuffix); err == nil {
 		rep.DB = DBPending
 		add(LevelNotice, "the next start finishes it; the logs alone were checked",
-			"a compaction of vc.db was cut short by a crash (%s is its complete copy)", dbFile+compactedSuffix)
+			"a compaction of vc.db is under way, or was cut short by a crash (%s is its complete copy)", dbFile+compactedSuffix)
 		return nil
 	}
 	st, err := os.Stat(path)
@@ -196,14 +196,20 @@ func checkDB(dir, id string, rep *CheckReport) map[string]*checkState {
 	states := map[string]*checkState{}
 	var problems []string
 	err = boltDB{DB: db, dir: dir, log: discardLog}.View(func(tx *bolt.Tx) error {
-		if err := cutShort(tx, st.Size()); err != nil {
+		if err := cutShort(tx, path); err != nil {
 			return err
 		}
 		for err := range tx.Check() {
-			problems = append(problems, err.Error())
+			problems = append(problems, bboltCheck+err.Error())
 		}
 		if len(problems) > 0 {
 			return nil
+		}
+		if v := tx.Bucket(bucketMeta); v != nil {
+			if schema := v.Get(keySchema); schema != nil && string(schema) != schemaVersion {
+				problems = append(problems, fmt.Sprintf("its schema is %q, not %q (written by another version)", schema, schemaVersion))
+				return nil
+			}
 		}
 		b := tx.Bucket(bucketConvs)
 		if b == nil {
@@ -220,9 +226,13 @@ func checkDB(dir, id string, rep *CheckReport) map[string]*checkState {
 	switch {
 	case len(problems) > 0:
 		rep.DB = DBDamaged
-		add(LevelProblem, damagedAction(dir), "vc.db fails bbolt's consistency check: %s", strings.Join(problems[:min(len(problems), 5)], "; "))
+		add(LevelProblem, damagedAction(dir), "vc.db cannot be used: %s", strings.Join(problems[:min(len(problems), 5)], "; "))
 		return nil
 	case err != nil:
+		var se *StorageError // a page bbolt panicked on: its cause, without the repair said twice
+		if errors.As(err, &se) && se.Err != nil {
+			err = se.Err
+		}
 		rep.DB = DBDamaged
 		add(LevelProblem, damagedAction(dir), "vc.db is damaged: %v", err)
 		return nil
@@ -230,6 +240,9 @@ func checkDB(dir, id string, rep *CheckReport) map[string]*checkState {
 	rep.DB = DBOK
 	return states
 }
+
+// bboltCheck names bbolt's consistency check in a finding.
+const bboltCheck = "bbolt's consistency check: "
 
 func damagedAction(dir string) string {
 	return "stop vc-mcp and run `vc-mcp rebuild --data-dir " + dir + "`: vc.db is remade from the master logs and the decisions logs, which hold every stored message"
@@ -305,11 +318,12 @@ func checkIDs(dir, id string, states map[string]*checkState) ([]string, error) {
 // with its committed state st (nil when vc.db does not hold it, or was not
 // read: dbRead says which).
 func checkConversation(ctx context.Context, dir, id string, st *checkState, dbRead bool) (ConversationCheck, error) {
-	cc := ConversationCheck{ID: id}
+	cc := ConversationCheck{ID: id, Findings: []Finding{}}
 	add := func(level, action, format string, args ...any) {
 		cc.Findings = append(cc.Findings, Finding{Level: level, What: fmt.Sprintf(format, args...), Action: action})
 	}
-	if st != nil && st.err != nil {
+	stateDamaged := st != nil && st.err != nil
+	if stateDamaged {
 		add(LevelProblem, damagedAction(dir), "vc.db's record of this conversation is damaged: %v", st.err)
 		st = nil
 	}
@@ -339,7 +353,7 @@ func checkConversation(ctx context.Context, dir, id string, st *checkState, dbRe
 		if err != nil {
 			return cc, err
 		}
-		if st == nil && dbRead && cc.Records > 0 {
+		if st == nil && dbRead && !stateDamaged && cc.Records > 0 {
 			add(LevelNotice, "the next start replays them", "vc.db holds none of the log's %d record(s) (a crash came before its first commit)", cc.Records)
 		}
 	}
@@ -371,6 +385,7 @@ func checkMasterLog(ctx context.Context, f *os.File, size int64, st *checkState,
 	if err != nil {
 		add(LevelUnchecked, "", "the quarantine file %s could not be read: %v", qfile, err)
 	}
+	quarantined := 0
 	for _, d := range sc.damage {
 		switch {
 		case d.Start == sc.end && sc.end < size: // the torn tail
@@ -381,11 +396,36 @@ func checkMasterLog(ctx context.Context, f *os.File, size int64, st *checkState,
 			}
 			add(LevelNotice, "the next start copies them to "+qfile+" and cuts them", what, size-sc.end)
 		case held[quarantineKey(d)]:
+			quarantined++
 			add(LevelNotice, "", "a damaged record at byte %d (%d bytes: %s) is in %s; the records around it are served", d.Start, len(d.Data), d.Reason, qfile)
+		case st != nil && d.Start >= st.meta.LogSize:
+			add(LevelNotice, "the next start copies it to "+qfile+" and goes on without it",
+				"a record at byte %d (%d bytes), after the last commit, fails verification: %s (it was never acknowledged)", d.Start, len(d.Data), d.Reason)
 		default:
 			add(LevelProblem, "the next start copies it to "+qfile+" and serves every other record (a stored turn it held is listed as lost)",
 				"a record at byte %d (%d bytes) fails verification: %s", d.Start, len(d.Data), d.Reason)
 		}
+	}
+	var missing []int
+	for _, g := range sc.gaps {
+		for seq := g[0]; seq <= g[1] && len(missing) <= 10; seq++ {
+			missing = append(missing, seq)
+		}
+	}
+	gapCount := 0
+	for _, g := range sc.gaps {
+		gapCount += g[1] - g[0] + 1
+	}
+	switch {
+	case gapCount == 0:
+	case st != nil:
+		add(LevelNotice, "the next start keeps damaged placeholders for them",
+			"%d turn number(s) after the last commit have no record in the log (never acknowledged): %s", gapCount, seqList(missing))
+	case gapCount <= quarantined:
+		add(LevelNotice, "", "%d turn number(s) have no valid record in the log, as many as the damaged records in %s: %s", gapCount, qfile, seqList(missing))
+	default:
+		add(LevelProblem, "restore the log from a backup if you have one (vc.db was not read, so which of them were stored is not known here)",
+			"%d turn number(s) have no record in the log: %s", gapCount, seqList(missing))
 	}
 	if st == nil {
 		return nil
@@ -450,9 +490,21 @@ func checkDecisions(ctx context.Context, dir, id string, st *checkState, cc *Con
 	if err != nil {
 		return fmt.Errorf("verify decisions log %s: %w", name, err)
 	}
-	if len(res.skipped) > 0 {
+	var applied, after []int64 // skipped lines vc.db had applied, and those after (never acknowledged)
+	for _, off := range res.skipped {
+		if st != nil && off >= st.meta.DecisionsSize {
+			after = append(after, off)
+		} else {
+			applied = append(applied, off)
+		}
+	}
+	if len(applied) > 0 {
 		add(LevelProblem, "the store skips them; "+keepVCDB+"; restore "+name+" from a backup if you have one",
-			"%d decision line(s) fail verification, at byte(s) %s", len(res.skipped), offsetList(res.skipped))
+			"%d decision line(s) fail verification, at byte(s) %s", len(applied), offsetList(applied))
+	}
+	if len(after) > 0 {
+		add(LevelNotice, "the next start skips them",
+			"%d decision line(s) after what vc.db applied fail verification (never acknowledged), at byte(s) %s", len(after), offsetList(after))
 	}
 	if res.torn {
 		add(LevelNotice, "the next decision overwrites it", "the decisions log ends in an unterminated line, a write that never finished")

@@ -143,11 +143,36 @@ func TestCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			lo, hi := logLine(t, data, 10)
+			at, _ := logLine(t, data, 21)
+			out := append(append(append([]byte{}, data[:at]...), data[lo:hi+1]...), data[at:]...)
+			if err := os.WriteFile(fx.log, out, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, want{db: DBOK, problems: 1, records: 50, findings: []string{"problem: a record at byte", "fails verification: sequence 10 out of order", "notice: 30 record(s) lie at other byte ranges"}}},
+		{"a record written twice after the last commit", func(t *testing.T, fx checkFixture) {
+			data, err := os.ReadFile(fx.log)
+			if err != nil {
+				t.Fatal(err)
+			}
 			lo, hi := logLine(t, data, 50)
 			if err := os.WriteFile(fx.log, append(data, data[lo:hi+1]...), 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}, want{db: DBOK, problems: 1, records: 50, findings: []string{"fails verification: sequence 50 out of order"}}},
+		}, want{db: DBOK, records: 50, findings: []string{"notice: a record at byte", "after the last commit, fails verification: sequence 50 out of order (it was never acknowledged)"}}},
+		{"a record missing, vc.db not read", func(t *testing.T, fx checkFixture) {
+			data, err := os.ReadFile(fx.log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lo, hi := logLine(t, data, 30)
+			if err := os.WriteFile(fx.log, append(data[:lo:lo], data[hi+1:]...), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(filepath.Join(fx.dir, dbFile)); err != nil {
+				t.Fatal(err)
+			}
+		}, want{db: DBMissing, problems: 1, records: 49, findings: []string{"problem: 1 turn number(s) have no record in the log: t30"}}},
 		{"master log missing", func(t *testing.T, fx checkFixture) {
 			if err := os.Remove(fx.log); err != nil {
 				t.Fatal(err)
@@ -197,7 +222,17 @@ func TestCheck(t *testing.T) {
 			if err := os.WriteFile(path, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}, want{db: DBDamaged, problems: 1, records: 50, findings: []string{"problem: vc.db fails bbolt's consistency check", "vc-mcp rebuild --data-dir"}}},
+		}, want{db: DBDamaged, problems: 1, records: 50, findings: []string{"problem: vc.db ", "vc-mcp rebuild --data-dir"}}},
+		{"vc.db of another schema", func(t *testing.T, fx checkFixture) {
+			db, err := bolt.Open(filepath.Join(fx.dir, dbFile), 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, []byte("2")) })
+			if err = errors.Join(err, db.Close()); err != nil {
+				t.Fatal(err)
+			}
+		}, want{db: DBDamaged, problems: 1, records: 50, findings: []string{`its schema is "2", not "1"`, "vc-mcp rebuild --data-dir"}}},
 		{"vc.db not a file", func(t *testing.T, fx checkFixture) {
 			path := filepath.Join(fx.dir, dbFile)
 			if err := os.Remove(path); err != nil {
@@ -209,7 +244,7 @@ func TestCheck(t *testing.T) {
 		}, want{db: DBUnread, unchecked: 1, records: 50, findings: []string{"unchecked: vc.db could not be read: not a regular file"}}},
 		{"a compaction of vc.db cut short", func(t *testing.T, fx checkFixture) {
 			copyFile(t, filepath.Join(fx.dir, dbFile), filepath.Join(fx.dir, dbFile+compactedSuffix))
-		}, want{db: DBPending, records: 50, findings: []string{"notice: a compaction of vc.db was cut short"}}},
+		}, want{db: DBPending, records: 50, findings: []string{"notice: a compaction of vc.db is under way, or was cut short by a crash"}}},
 		{"index missing", func(t *testing.T, fx checkFixture) {
 			if err := os.RemoveAll(filepath.Join(fx.dir, indexDir)); err != nil {
 				t.Fatal(err)

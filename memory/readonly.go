@@ -262,11 +262,7 @@ func copyDB(src, dst string, lockTimeout time.Duration, log *slog.Logger) error 
 	}
 	err = boltDB{DB: db, dir: filepath.Dir(src), log: log}.guard(func(db *bolt.DB) error {
 		return db.View(func(tx *bolt.Tx) error {
-			st, err := os.Stat(src)
-			if err != nil {
-				return err
-			}
-			if err := cutShort(tx, st.Size()); err != nil {
+			if err := cutShort(tx, src); err != nil {
 				return err
 			}
 			return tx.CopyFile(dst, 0o600)

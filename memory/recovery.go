@@ -266,8 +266,11 @@ type logScan struct {
 	// log restored from a backup).
 	restored []int
 	// fresh are the records after the known turns (a crash between the
-	// log's fsync and the state's commit), in log order.
+	// log's fsync and the state's commit), in log order; gaps are the
+	// turn numbers they skip (first, last), which a load keeps as
+	// placeholders.
 	fresh []masterlog.Frame
+	gaps  [][2]int
 	// damage are the lines that fail verification or come out of order,
 	// and the torn tail (an unterminated last line), in log order.
 	damage []masterlog.Damage
@@ -300,6 +303,9 @@ func scanLog(ctx context.Context, r io.ReaderAt, size int64, known int, span fun
 				sc.moved[fr.Seq] = [2]int64{fr.Start, fr.End}
 			}
 		case fr.Seq > last:
+			if fr.Seq > last+1 {
+				sc.gaps = append(sc.gaps, [2]int{last + 1, fr.Seq - 1})
+			}
 			last = fr.Seq
 			sc.fresh = append(sc.fresh, fr)
 		default:

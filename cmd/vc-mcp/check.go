@@ -19,7 +19,7 @@ func checkCommand() *cobra.Command {
 			"and compare each conversation's committed state with its logs, writing nothing. " +
 			"Each finding is a problem (something is lost or damaged, or needs you) or a notice (the next start repairs it by itself), with what to do. " +
 			"While a vc-mcp server holds the directory, vc.db cannot be read and the logs alone are checked: stop it (vc-mcp daemon stop) for a full check. " +
-			"Exit status 1 when a problem was found, 3 when something could not be read (and no problem was found).",
+			"Exit status 1 when a problem was found; 3 when the check could not run, or could not read part of the directory (and found no problem).",
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.dataDir, "data-dir", "", "data directory `DIR` (default: the per-user one, or VC_DATA_DIR)")
@@ -34,8 +34,8 @@ func checkCommand() *cobra.Command {
 			return err
 		}
 		rep, err := memory.Check(cmd.Context(), cfg.DataDir, f.conversation)
-		if err != nil {
-			return err
+		if err != nil { // nothing checked: not "a problem found"
+			return exitError{code: 3, err: err}
 		}
 		out := cmd.OutOrStdout()
 		if f.json {

@@ -27,29 +27,26 @@ func TestCheckCLI(t *testing.T) {
 		t.Fatalf("check of a clean directory: %v\n%s%s", err, out, stderr)
 	}
 	logPath := filepath.Join(dir, "logs", "default.jsonl")
-	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND, 0)
+	good, err := os.ReadFile(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteString("{\"not\": \"a record\"}\n"); err != nil {
+	// Two bytes of the first record turned, as a failing disk would.
+	bad := append([]byte{}, good...)
+	copy(bad[20:], "!!")
+	if err := os.WriteFile(logPath, bad, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	before, err := os.ReadFile(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := bad
 	out, stderr, err = runCLIIn(t, "", "check", "--data-dir", dir)
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, "problem: a record at byte") || !strings.Contains(out, "-> the next start copies it to quarantine") ||
-		!strings.Contains(stderr, "check: 1 problem(s)") {
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, "problem: a record at byte 0") || !strings.Contains(out, "-> the next start copies it to quarantine") ||
+		!strings.Contains(out, "problem: 1 stored turn(s) have no valid record in the log: t1") || !strings.Contains(stderr, "check: 2 problem(s)") {
 		t.Fatalf("check of a damaged log: %v\n%s%s", err, out, stderr)
 	}
 	out, _, _ = runCLIIn(t, "", "check", "--data-dir", dir, "--json")
 	var rep memory.CheckReport
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Problems != 1 || rep.DB != memory.DBOK || len(rep.Conversations) != 1 || rep.Conversations[0].Records != 2 {
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Problems != 2 || rep.DB != memory.DBOK || len(rep.Conversations) != 1 || rep.Conversations[0].Records != 1 {
 		t.Fatalf("check --json: %v %+v\n%s", err, rep, out)
 	}
 	after, err := os.ReadFile(logPath)
@@ -64,7 +61,7 @@ func TestCheckCLI(t *testing.T) {
 	}
 
 	// What it cannot read is not a problem found: exit status 3.
-	if err := os.Truncate(logPath, int64(len(before)-len("{\"not\": \"a record\"}\n"))); err != nil {
+	if err := os.WriteFile(logPath, good, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	db := filepath.Join(dir, "vc.db")
@@ -77,5 +74,12 @@ func TestCheckCLI(t *testing.T) {
 	out, stderr, err = runCLIIn(t, "", "check", "--data-dir", dir)
 	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !strings.Contains(out, "unchecked: vc.db could not be read") || !strings.Contains(out, "0 problem(s), 0 notice(s), 1 unchecked") {
 		t.Fatalf("check with an unreadable vc.db: %v\n%s%s", err, out, stderr)
+	}
+	// A check that cannot run is not a problem found either.
+	for _, args := range [][]string{{"--data-dir", filepath.Join(dir, "nowhere")}, {"--data-dir", dir, "--conversation", "nosuch"}} {
+		_, stderr, err = runCLIIn(t, "", append([]string{"check"}, args...)...)
+		if !errors.As(err, &exit) || exit.ExitCode() != 3 || stderr == "" {
+			t.Errorf("check %v: %v, want exit status 3 and a message\n%s", args, err, stderr)
+		}
 	}
 }

@@ -160,7 +160,7 @@ func TestCLIWhileHostConnected(t *testing.T) {
 	}
 	// check cannot read vc.db while the shared server holds it: it checks
 	// the logs and says so.
-	if out := cliOK(t, env, "", "check"); !strings.Contains(out, "vc.db: in use") || !strings.Contains(out, "held by a running vc-mcp") || !strings.Contains(out, "2 records") || !strings.Contains(out, "0 problem(s)") {
+	if out := cliOK(t, env, "", "check"); !strings.Contains(out, "vc.db: in_use") || !strings.Contains(out, "held by a running vc-mcp") || !strings.Contains(out, "2 records") || !strings.Contains(out, "0 problem(s)") {
 		t.Errorf("check while a host is connected:\n%s", out)
 	}
 	if out := cliOK(t, env, "", "tags"); !strings.Contains(out, "kubernetes") {
