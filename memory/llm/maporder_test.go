@@ -75,15 +75,21 @@ func TestMapOrderedCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	var calls atomic.Int64
 	_, err := MapOrdered(ctx, 2, make([]int, 50), func(ctx context.Context, _ int) (int, error) {
-		if calls.Add(1) == 3 {
+		switch n := calls.Add(1); {
+		case n == 3:
 			cancel()
+		case n > 3:
+			// The third call may be preempted between its count and its
+			// cancel while the other worker runs every remaining item (a
+			// flake under -race): a later call waits for the cancel.
+			<-ctx.Done()
 		}
 		return 0, nil
 	})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v, want context.Canceled", err)
 	}
-	if c := calls.Load(); c >= 50 {
-		t.Errorf("got %d calls after cancel, want fewer than 50", c)
+	if c := calls.Load(); c > 4 {
+		t.Errorf("got %d calls, want at most 4 (the third cancels; the other worker's may have started)", c)
 	}
 }
