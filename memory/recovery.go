@@ -165,6 +165,13 @@ func (s *Store) reconcileLog(ctx context.Context, c *conv) error {
 			return err
 		}
 	}
+	if s.shared != nil && (len(lost) > 0 || len(damage) > 1 || len(damage) == 1 && validEnd == size) {
+		// The shared store holds these lines whole: this copy of them is
+		// what is damaged. The turns are served as placeholders until the
+		// cache is fetched again, at the next start.
+		s.log.Warn("this process's copy of a shared master log is damaged; the next start fetches it again from the shared store", "conversation", c.id)
+		s.markStale(c.id)
+	}
 	if len(lost) > 0 || len(fixes) > 0 || (len(fresh) == 0 && c.meta.LogSize != validEnd) {
 		for seq, r := range fixes {
 			c.turns[seq-1].Start, c.turns[seq-1].End = r[0], r[1]

@@ -194,9 +194,17 @@ func (s *Store) localHeads(id string) (LogHeads, error) {
 var errDiverged = errors.New("the local cache diverged from the shared store")
 
 func (s *Store) divergedError(id string, cause error) error {
-	_ = os.WriteFile(filepath.Join(s.opts.Dir, staleFile), []byte(id+"\n"), 0o600)
+	s.markStale(id)
 	err := fmt.Errorf("%w: conversation %q: %v", errDiverged, id, cause)
 	return &StorageError{Message: err.Error() + "; restart vc-mcp: it rebuilds its cache from the shared store", Err: err}
+}
+
+// markStale marks the cache to be rebuilt from the shared logs when the
+// store opens next (id names the conversation that asked for it).
+func (s *Store) markStale(id string) {
+	if err := os.WriteFile(filepath.Join(s.opts.Dir, staleFile), []byte(id+"\n"), 0o600); err != nil {
+		s.log.Warn("could not mark the local cache for a rebuild from the shared store", "conversation", id, "err", err)
+	}
 }
 
 // pull appends the shared lines the cache lacks to its files. read reads

@@ -1,11 +1,13 @@
 package pgstore_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -606,4 +608,52 @@ func TestStartWhileAnotherWrites(t *testing.T) {
 	}
 	close(stop)
 	<-done
+}
+
+// TestDamagedCacheRecordComesBackFromTheSharedStore: a record damaged in a
+// process's copy of a shared master log is served as a placeholder, as
+// in a local memory, but the shared store holds it whole: the cache is
+// marked, and the next start fetches it again, turn and all.
+func TestDamagedCacheRecordComesBackFromTheSharedStore(t *testing.T) {
+	ctx := context.Background()
+	url, dir := pgtest.URL(t), t.TempDir()
+	s := open(t, url, dir, 0)
+	ingest(t, s, "c", "The heron nests by the old mill pond.", "Noted: the heron and the mill pond.", "The kestrel hunts over the east field.", "Noted: the kestrel and the east field.")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "logs", "c.jsonl")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := bytes.IndexByte(data, '\n') + 1
+	copy(data[second+20:], "GARBAGE!")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	status := func(s *memory.Store) memory.Totals {
+		t.Helper()
+		st, err := s.Status(ctx, "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Totals
+	}
+	s = open(t, url, dir, 0)
+	if got := status(s); got.Turns != 4 || got.DamagedRecords != 1 {
+		t.Fatalf("with the damaged copy: %+v; want 4 turns, one a placeholder", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, url, dir, 0)
+	defer s.Close()
+	if got := status(s); got.Turns != 4 || got.DamagedRecords != 0 {
+		t.Fatalf("after the next start: %+v; want the 4 turns whole", got)
+	}
+	q, err := s.FindQuote(ctx, memory.FindQuoteRequest{ConversationID: "c", Query: "mill pond"})
+	if err != nil || len(q.Quotes) < 2 {
+		t.Fatalf("find_quote after the next start: %d quotes, %v; want the two turns that say it", len(q.Quotes), err)
+	}
 }
