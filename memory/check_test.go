@@ -139,36 +139,23 @@ func TestCheck(t *testing.T) {
 			}
 		}, want{db: DBOK, problems: 1, records: 49, findings: []string{"notice: the last ", "unterminated record, a write that never finished", "problem: 1 stored turn(s) have no valid record in the log: t50"}}},
 		{"a record written twice", func(t *testing.T, fx checkFixture) {
-			data, err := os.ReadFile(fx.log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lo, hi := logLine(t, data, 10)
-			at, _ := logLine(t, data, 21)
-			out := append(append(append([]byte{}, data[:at]...), data[lo:hi+1]...), data[at:]...)
-			if err := os.WriteFile(fx.log, out, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			editFile(t, fx.log, func(data []byte) []byte {
+				lo, hi := logLine(t, data, 10)
+				at, _ := logLine(t, data, 21)
+				return append(append(append([]byte{}, data[:at]...), data[lo:hi+1]...), data[at:]...)
+			})
 		}, want{db: DBOK, problems: 1, records: 50, findings: []string{"problem: a record at byte", "fails verification: sequence 10 out of order", "notice: 30 record(s) lie at other byte ranges"}}},
 		{"a record written twice after the last commit", func(t *testing.T, fx checkFixture) {
-			data, err := os.ReadFile(fx.log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lo, hi := logLine(t, data, 50)
-			if err := os.WriteFile(fx.log, append(data, data[lo:hi+1]...), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			editFile(t, fx.log, func(data []byte) []byte {
+				lo, hi := logLine(t, data, 50)
+				return append(data, data[lo:hi+1]...)
+			})
 		}, want{db: DBOK, records: 50, findings: []string{"notice: a record at byte", "after the last commit, fails verification: sequence 50 out of order (it was never acknowledged)"}}},
 		{"a record missing, vc.db not read", func(t *testing.T, fx checkFixture) {
-			data, err := os.ReadFile(fx.log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lo, hi := logLine(t, data, 30)
-			if err := os.WriteFile(fx.log, append(data[:lo:lo], data[hi+1:]...), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			editFile(t, fx.log, func(data []byte) []byte {
+				lo, hi := logLine(t, data, 30)
+				return append(data[:lo:lo], data[hi+1:]...)
+			})
 			if err := os.Remove(filepath.Join(fx.dir, dbFile)); err != nil {
 				t.Fatal(err)
 			}
@@ -203,25 +190,17 @@ func TestCheck(t *testing.T) {
 		}, want{db: DBDamaged, problems: 1, records: 50, findings: []string{"problem: vc.db is damaged", "vc-mcp rebuild --data-dir"}}},
 		{"vc.db cut short", func(t *testing.T, fx checkFixture) {
 			path := filepath.Join(fx.dir, dbFile)
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, data[:3*os.Getpagesize()], 0o600); err != nil {
-				t.Fatal(err)
-			}
+			editFile(t, path, func(data []byte) []byte {
+				return data[:3*os.Getpagesize()]
+			})
 		}, want{db: DBDamaged, problems: 1, records: 50, findings: []string{"the file was cut short"}}},
 		{"vc.db pages overwritten", func(t *testing.T, fx checkFixture) {
 			// The meta pages hold; every page after them is overwritten.
 			path := filepath.Join(fx.dir, dbFile)
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			copy(data[2*os.Getpagesize():], bytes.Repeat([]byte{0xff, 0x01}, len(data)))
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			editFile(t, path, func(data []byte) []byte {
+				copy(data[2*os.Getpagesize():], bytes.Repeat([]byte{0xff, 0x01}, len(data)))
+				return data
+			})
 		}, want{db: DBDamaged, problems: 1, records: 50, findings: []string{"problem: vc.db ", "vc-mcp rebuild --data-dir"}}},
 		{"vc.db of another schema", func(t *testing.T, fx checkFixture) {
 			db, err := bolt.Open(filepath.Join(fx.dir, dbFile), 0o600, nil)
@@ -255,14 +234,10 @@ func TestCheck(t *testing.T) {
 		}, want{db: DBOK, problems: 1, records: 50, findings: []string{"problem: 1 decision line(s) fail verification, at byte(s) 0", "keep it"}}},
 		{"decisions lost to a power failure", func(t *testing.T, fx checkFixture) {
 			path := filepath.Join(fx.dir, decisionsDir, "c.log")
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lo, _ := logLine(t, data, bytes.Count(data, []byte("\n")))
-			if err := os.WriteFile(path, data[:lo], 0o600); err != nil {
-				t.Fatal(err)
-			}
+			editFile(t, path, func(data []byte) []byte {
+				lo, _ := logLine(t, data, bytes.Count(data, []byte("\n")))
+				return data[:lo]
+			})
 		}, want{db: DBOK, records: 50, findings: []string{"notice: the decisions log ends at byte", "its newest lines were lost", "do not run `vc-mcp rebuild`"}}},
 		{"decisions log missing", func(t *testing.T, fx checkFixture) {
 			if err := os.Remove(filepath.Join(fx.dir, decisionsDir, "c.log")); err != nil {
@@ -402,6 +377,18 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(to, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// editFile replaces the file at path by what edit makes of it.
+func editFile(t *testing.T, path string, edit func(data []byte) []byte) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, edit(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
