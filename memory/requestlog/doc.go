@@ -61,7 +61,7 @@
 // writes the queue itself). A record is appended once: a write is made at
 // the file's end in one piece, and one that fails is cut off the file
 // again (should that cut fail too, the members the disk took whole count
-// as written, and a torn one stays until the next start cuts it). The
+// as written, and the next write goes over the torn one). The
 // records of a failed write (a full disk) stay queued, ahead of newer
 // ones, and a later write tries them again, in order: the writer and
 // callers wait a second after a failed write before the next try, so a
@@ -73,8 +73,12 @@
 // Reading a history reads the queued records too, so a reader sees every
 // record a caller has numbered; rewriting one (Update, a scrub) writes
 // what is queued first, drops it when that fails (so that no record
-// escapes a scrub), and rewrites the file all the same. Stopping the
-// writer writes what was sent to it; its caller flushes each history a
-// last time.
+// escapes a scrub), and rewrites the file all the same, also when nothing
+// changed but the file holds a damaged or torn member; a rewrite that
+// cannot be written (its new copy needs free space) clears the history
+// instead, so that a scrub never leaves what it was to remove. Stopping
+// the writer writes what was sent to it, but not within a second of a
+// failed write: its caller flushes each history a last time (Flush always
+// tries).
 // Lock order: a history's file lock, then its queue lock.
 package requestlog

@@ -3,6 +3,7 @@ package requestlog
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,8 +24,9 @@ const (
 	Retention = 200
 )
 
-// maxQueued is how many records a history queues before the caller that
-// adds one writes them itself (the writer has fallen behind).
+// maxQueued is how many new records (not yet tried by a write) a history
+// queues before the caller that adds one writes them itself (the writer
+// has fallen behind).
 const maxQueued = 64
 
 // A Record is a record to append: the history numbers it when it queues
@@ -47,8 +49,12 @@ type History struct {
 	path   string
 	format Format
 	// file is held while the history file is read or written: open,
-	// flush, trim, rewrite, Read and Update. It guards ends and scopeAll.
+	// flush, trim, rewrite, Read and Update. It guards ends, scopeAll and
+	// unsaid.
 	file sync.Mutex
+	// unsaid are the errors of writes a caller made without a Writer to
+	// report them, for the next Flush to return.
+	unsaid error
 	// ends are the end offsets of the file's whole members, as this
 	// history read and appended them: trimming cuts at one without
 	// reading the members again. They are found again when the file's
@@ -60,7 +66,8 @@ type History struct {
 	scopeAll []bool
 	// loaded is set (under file and mu) once open has read the history.
 	loaded atomic.Bool
-	// mu guards next, queue, sent and marked, and is held only to number
+	// mu guards next, queue, sent, marked and the write bookkeeping below
+	// (failing, failedAt, tried, dropped), and is held only to number
 	// a record and queue it, to take the queue, or to make or remove the
 	// marker.
 	mu   sync.Mutex
@@ -174,7 +181,8 @@ func (h *History) open() error {
 
 // Append numbers rec and queues it; the writer w appends it (and trims
 // the history to Retention now and then). rec must not change after the
-// call. With w nil the caller writes it. An error says rec
+// call. With w nil the caller writes the queue once maxQueued new records
+// wait, and the next Flush says what failed meanwhile. An error says rec
 // was not queued (it has no number); a failed write is not one: the
 // record stays queued for the next write to retry, and w reports the
 // failure.
@@ -219,8 +227,8 @@ func (h *History) Append(rec Record, w *Writer, check func() error) error {
 	h.sent = h.sent || send
 	h.mu.Unlock()
 	switch {
-	case w != nil && !send && fresh < maxQueued:
-		return nil // the writer has the history already
+	case !send && fresh < maxQueued:
+		return nil // the writer has the history already, or there is none yet
 	case send && w.send(h):
 		return nil
 	case send: // the writer is busy with many histories
@@ -228,9 +236,13 @@ func (h *History) Append(rec Record, w *Writer, check func() error) error {
 		h.sent = false
 		h.mu.Unlock()
 	}
-	// No writer, or it is busy or behind: write the queue here.
+	// The writer is busy or behind, or there is none: write the queue
+	// here.
 	h.file.Lock()
 	err := h.flush(true, true)
+	if err != nil && w == nil {
+		h.unsaid = errors.Join(h.unsaid, err) // for the next Flush to say
+	}
 	h.file.Unlock()
 	if err != nil && w != nil {
 		w.report(err)
@@ -252,7 +264,9 @@ func (h *History) dropQueued(n int) {
 func (h *History) Flush() error {
 	h.file.Lock()
 	defer h.file.Unlock()
-	return h.flush(true, false)
+	err := errors.Join(h.unsaid, h.flush(true, false))
+	h.unsaid = nil
+	return err
 }
 
 // flush takes the queued records and appends them to the history file.
@@ -285,15 +299,19 @@ func (h *History) flush(keep, patient bool) error {
 		h.failing = false
 		h.mu.Unlock()
 	}
-	if len(rest) > 0 && !keep {
+	switch {
+	case len(rest) > 0 && !keep:
+		h.mu.Lock()
+		h.failing, h.failedAt = true, time.Now()
+		h.mu.Unlock()
 		err = fmt.Errorf("%w (%d request records dropped)", err, len(rest))
-	} else if len(rest) > 0 {
+	case len(rest) > 0:
 		h.mu.Lock()
 		h.queue = append(rest, h.queue...)
 		h.tried, h.failing, h.failedAt = len(rest), true, time.Now()
 		if drop := len(h.queue) - Retention; drop > 0 {
 			h.dropQueued(drop)
-			h.dropped = 0 // said here
+			h.dropped -= drop // said here
 			err = fmt.Errorf("%w (the %d oldest of the request records waiting for it dropped: at most %d wait)", err, drop, Retention)
 		}
 		h.mu.Unlock()
@@ -363,9 +381,13 @@ func (h *History) write(q []entry) ([]entry, error) {
 	start, known := int(info.Size()), true
 	if start != h.size() {
 		// Changed since this history last wrote it (or not known): find
-		// its members again, for trimming.
+		// its members again, for trimming. A member cut short at its end
+		// (a write whose cut failed) is written over, not left inside.
 		g, err := load(h.path, false, h.format.ScopeAll)
 		h.ends, h.scopeAll, known = g.ends, g.scopeAll, err == nil
+		if known && g.good < start && f.Truncate(int64(g.good)) == nil {
+			start = g.good
+		}
 	}
 	n := 0
 	err = writeHooked(h.path)
@@ -454,14 +476,40 @@ func (h *History) Update(fn func(lines [][]byte) (out [][]byte, changed bool, er
 	}
 	ferr := h.flush(false, false)
 	f, err := load(h.path, true, nil)
-	if err != nil || len(f.lines) == 0 {
+	if err != nil || len(f.lines) == 0 && len(f.data) == 0 {
 		return errors.Join(ferr, err)
 	}
-	out, changed, err := fn(f.lines)
-	if err != nil || !changed {
-		return errors.Join(ferr, err)
+	out, changed, err := f.lines, false, error(nil)
+	if len(f.lines) > 0 {
+		if out, changed, err = fn(f.lines); err != nil {
+			return errors.Join(ferr, err)
+		}
 	}
-	return errors.Join(ferr, h.rewrite(out))
+	if !changed && !f.dirty() {
+		return ferr
+	}
+	// Rewritten also when fn changed nothing but the file holds bytes
+	// outside whole members (a damaged or torn one), which fn never saw.
+	if rerr := h.rewrite(out); rerr != nil {
+		// A scrub must not leave what it was to remove: the history is
+		// cleared instead (cutting a file needs no free space, where its
+		// new copy did).
+		return errors.Join(ferr, rerr, h.clear())
+	}
+	return ferr
+}
+
+// clear empties the history file, after a rewrite that failed. h.file is
+// held.
+func (h *History) clear() error {
+	if err := os.Truncate(h.path, 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("clear the request history after its rewrite failed: %w", err)
+	}
+	h.ends, h.scopeAll = []int{}, []bool{}
+	if err := h.syncMarker(false); err != nil {
+		return err
+	}
+	return errors.New("the request history was cleared instead")
 }
 
 // size is where the history's last whole member ends.
@@ -523,7 +571,14 @@ func (h *History) rewrite(lines [][]byte) error {
 	if err := makeDir(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	if err := files.AtomicWrite(path, out); err != nil {
+	var err error
+	if h := rewriteHook; h != nil {
+		err = h(path)
+	}
+	if err == nil {
+		err = files.AtomicWrite(path, out)
+	}
+	if err != nil {
 		h.ends, h.scopeAll = nil, nil // unknown: the next write reads the file
 		return err
 	}
@@ -531,12 +586,18 @@ func (h *History) rewrite(lines [][]byte) error {
 	return h.syncMarker(slices.Contains(scopeAll, true))
 }
 
+// rewriteHook, when set (this package's tests only), runs before every
+// rewrite of a history and fails it with its error.
+var rewriteHook func(path string) error
+
 // writeHook, when set, runs before every append to a history (SetWriteHook).
 var writeHook atomic.Pointer[func(path string) error]
 
 // SetWriteHook makes every append to a history call hook first, with the
 // history's path, and fail with its error; nil removes it. For tests only:
-// a full disk, or a writer stalled on the disk.
+// a full disk, or a writer stalled on the disk. (A rewrite, which writes a
+// new file and renames it, is not hooked: the hook stands for a full
+// disk where an append fails and the scrub's copy may not.)
 func SetWriteHook(hook func(path string) error) {
 	if hook == nil {
 		writeHook.Store(nil)

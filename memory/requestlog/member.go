@@ -69,6 +69,16 @@ type file struct {
 	good int
 }
 
+// dirty reports whether the file holds bytes outside its whole members:
+// a damaged one skipped, or one cut short at its end.
+func (f file) dirty() bool {
+	whole := 0
+	for i := range f.ends {
+		whole += f.ends[i] - f.starts[i]
+	}
+	return whole != len(f.data)
+}
+
 var gzipMagic = []byte{0x1f, 0x8b, 0x08}
 
 // load reads the history at path (none: an empty one), and its lines when

@@ -229,3 +229,72 @@ func TestUpdateScrubsWhenTheQueueCannotBeWritten(t *testing.T) {
 		t.Fatalf("after the scrub the history reads %v, want nothing", got)
 	}
 }
+
+// TestScrubThatCannotRewriteClears: when a scrub's new copy of a history
+// cannot be written (a disk too full for it), the history is cleared
+// rather than left holding what the scrub was to remove.
+func TestScrubThatCannotRewriteClears(t *testing.T) {
+	path := historyPath(t)
+	h := New(path, testFormat)
+	appendT(t, h, nil, 3, "all")
+	rewriteHook = func(string) error { return syscall.ENOSPC }
+	t.Cleanup(func() { rewriteHook = nil })
+	err := h.Update(func(lines [][]byte) ([][]byte, bool, error) { return lines[:2], true, nil })
+	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "cleared instead") {
+		t.Fatalf("Update whose rewrite fails: %v, want ENOSPC and the history cleared", err)
+	}
+	if got := readSeqs(t, New(path, testFormat)); len(got) != 0 {
+		t.Fatalf("the file holds %v after the failed scrub, want nothing", got)
+	}
+	if _, err := os.Stat(h.markerPath()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the cleared history kept its scope-all marker: %v", err)
+	}
+	rewriteHook = nil
+	appendT(t, h, nil, 1, "") // numbering goes on
+	if got := readSeqs(t, New(path, testFormat)); !slices.Equal(got, []int{4}) {
+		t.Fatalf("after clearing, the file holds %v, want [4]", got)
+	}
+}
+
+// TestDamageOutsideMembersDoesNotOutliveWrites: a member cut short in the
+// file (a failed write whose cut failed too) is written over by the next
+// write, not left inside the file; and a scrub rewrites a file holding a
+// damaged member even when its records need no change, so the damaged
+// bytes (which it never saw) do not outlive it.
+func TestDamageOutsideMembersDoesNotOutliveWrites(t *testing.T) {
+	path := historyPath(t)
+	h := New(path, testFormat)
+	appendT(t, h, nil, 2, "")
+	torn, _ := appendMember(nil, []byte(`{"id":"r3","seq":3,"turn_ids":["t1"]}`))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(torn[:len(torn)/2]); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	appendT(t, h, nil, 1, "")
+	if g, err := load(path, false, nil); err != nil || g.dirty() || len(g.ends) != 3 {
+		t.Fatalf("after the next write: %d whole members, dirty %v, %v; want 3 and nothing else", len(g.ends), g.dirty(), err)
+	}
+
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := load(path, false, nil)
+	copy(data[g.starts[1]+12:], "GARBAGE!") // the second member's deflated body
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := load(path, false, nil); !g.dirty() {
+		t.Fatal("the damaged member is not outside the whole ones: the test damaged nothing")
+	}
+	if err := h.Update(func(lines [][]byte) ([][]byte, bool, error) { return lines, false, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := load(path, false, nil); err != nil || g.dirty() || len(g.ends) != 2 {
+		t.Fatalf("after the scrub: %d whole members, dirty %v, %v; want the 2 good ones and nothing else", len(g.ends), g.dirty(), err)
+	}
+}
