@@ -584,7 +584,7 @@ func seqList(seqs []int) string {
 	for i, seq := range seqs {
 		ids[i] = turnID(seq)
 	}
-	return shortList(ids)
+	return shortList(ids, 10)
 }
 
 func offsetList(offs []int64) string {
@@ -592,16 +592,7 @@ func offsetList(offs []int64) string {
 	for i, o := range offs {
 		s[i] = fmt.Sprint(o)
 	}
-	return shortList(s)
-}
-
-// shortList joins a list for a message, shortening a long one.
-func shortList(items []string) string {
-	const most = 10
-	if len(items) <= most {
-		return strings.Join(items, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(items[:most], ", "), len(items)-most)
+	return shortList(s, 10)
 }
 
 func exists(path string) bool {

@@ -74,3 +74,12 @@ func idFromFileName(name string) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// shortList joins items for a message, naming at most most of them and
+// counting the rest ("a, b and 3 more").
+func shortList(items []string, most int) string {
+	if len(items) <= most {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:most], ", "), len(items)-most)
+}

@@ -345,11 +345,7 @@ func unreadNote(ids []string, cause error) string {
 	if len(ids) == 0 {
 		return ""
 	}
-	named := strings.Join(ids[:min(len(ids), 5)], ", ")
-	if len(ids) > 5 {
-		named += fmt.Sprintf(" and %d more", len(ids)-5)
-	}
-	return "(note: left out, as they could not be read: " + named + "; " + cause.Error() + ")"
+	return "(note: left out, as they could not be read: " + shortList(ids, 5) + "; " + cause.Error() + ")"
 }
 
 func appendUnique(list []string, s string) []string {

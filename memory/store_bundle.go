@@ -211,14 +211,8 @@ func (s *Store) ImportBundle(ctx context.Context, b *Bundle, opts BundleImportOp
 		}
 	}
 	if len(clash) > 0 {
-		const show = 5
-		list := clash[:min(len(clash), show)]
-		more := ""
-		if len(clash) > show {
-			more = fmt.Sprintf(" and %d more", len(clash)-show)
-		}
-		return res, fmt.Errorf("%w: %d of the bundle's conversations are already in the data directory (%s%s); nothing was imported: merge to add only what they lack, or import into an empty data directory",
-			ErrExists, len(clash), joinIDs(list), more)
+		return res, fmt.Errorf("%w: %d of the bundle's conversations are already in the data directory (%s); nothing was imported: merge to add only what they lack, or import into an empty data directory",
+			ErrExists, len(clash), shortList(clash, 5))
 	}
 	for i, bc := range b.Conversations {
 		if err := ctx.Err(); err != nil {
@@ -282,17 +276,6 @@ func (s *Store) bundleSecrets(bc BundleConversation) error {
 			ErrSecretInBundle, turnID(r.Seq), bc.ID, n+n2+n3, what)
 	}
 	return nil
-}
-
-func joinIDs(ids []string) string {
-	var b bytes.Buffer
-	for i, id := range ids {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(id)
-	}
-	return b.String()
 }
 
 // convExists reports whether the data directory holds anything of
