@@ -91,17 +91,25 @@ func probeDB(path string, timeout time.Duration) error {
 	if err != nil || st.Size() == 0 {
 		return nil
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout})
-	if err != nil && strings.HasPrefix(err.Error(), "file size too small") {
-		// bbolt has no sentinel for a file shorter than its two meta
-		// pages (TestAnUnusableDBFileNamesTheRepair pins the message).
-		return fmt.Errorf("%w: %v", berrors.ErrInvalid, err)
-	}
+	db, err := openReadOnly(path, timeout)
 	if err != nil {
 		return err
 	}
 	err = db.View(func(tx *bolt.Tx) error { return cutShort(tx, path) })
 	return errors.Join(err, db.Close())
+}
+
+// openReadOnly opens the vc.db at path for reading, under bbolt's shared
+// lock (bolt.ErrTimeout after timeout). Opening reads only its meta pages;
+// a caller calls cutShort before reading any other page.
+func openReadOnly(path string, timeout time.Duration) (*bolt.DB, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout})
+	if err != nil && strings.HasPrefix(err.Error(), "file size too small") {
+		// bbolt has no sentinel for a file shorter than its two meta
+		// pages (TestAnUnusableDBFileNamesTheRepair pins the message).
+		return nil, fmt.Errorf("%w: %v", berrors.ErrInvalid, err)
+	}
+	return db, err
 }
 
 // cutShort says whether the vc.db file at path ends before the pages tx's

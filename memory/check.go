@@ -176,9 +176,9 @@ func checkDB(dir, id string, rep *CheckReport) map[string]*checkState {
 	}
 	var db *bolt.DB
 	if err == nil {
-		if err = probeDB(path, time.Second); err == nil {
-			db, err = bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-		}
+		// One read-only open: its View checks the size (cutShort) before
+		// it reads a page past the meta pages.
+		db, err = openReadOnly(path, time.Second)
 	}
 	switch {
 	case errors.Is(err, bolt.ErrTimeout):
