@@ -53,6 +53,21 @@ func (fx checkFixture) start(t *testing.T) {
 	}
 }
 
+// damageAndRestore damages t25's record, lets a start make it a
+// placeholder, then puts the log back as it was (restored from a backup).
+func (fx checkFixture) damageAndRestore(t *testing.T) {
+	t.Helper()
+	good, err := os.ReadFile(fx.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	garble(t, fx.log, 25)
+	fx.start(t)
+	if err := os.WriteFile(fx.log, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestCheck damages a closed data directory in the ways the store meets
 // (and some it makes itself), and checks that Check reports each at the
 // right level, with nothing false on a healthy directory, without writing
@@ -119,15 +134,7 @@ func TestCheck(t *testing.T) {
 			fx.start(t)
 		}, want{db: DBOK, records: 49, findings: []string{"notice: a damaged record at byte", "is in quarantine/c.jsonl", "notice: 1 turn(s) are damaged placeholders", ": t25"}}},
 		{"the log restored after a start dealt with its damage", func(t *testing.T, fx checkFixture) {
-			good, err := os.ReadFile(fx.log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			garble(t, fx.log, 25)
-			fx.start(t)
-			if err := os.WriteFile(fx.log, good, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			fx.damageAndRestore(t)
 		}, want{db: DBOK, records: 50, findings: []string{"have a valid record in the log again (was it restored?): t25", "run `vc-mcp rebuild`"}}},
 		{"log cut short", func(t *testing.T, fx checkFixture) {
 			st, err := os.Stat(fx.log)
@@ -285,15 +292,7 @@ func TestCheck(t *testing.T) {
 // and check is then clean.
 func TestCheckRestoredRecordAfterRebuild(t *testing.T) {
 	fx := newCheckFixture(t)
-	good, err := os.ReadFile(fx.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	garble(t, fx.log, 25)
-	fx.start(t)
-	if err := os.WriteFile(fx.log, good, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fx.damageAndRestore(t)
 	if err := Rebuild(context.Background(), Options{Dir: fx.dir}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -21,13 +21,9 @@ func checkCommand() *cobra.Command {
 			"While a vc-mcp server holds the directory, vc.db cannot be read and the logs alone are checked: stop it (vc-mcp daemon stop) for a full check. " +
 			"Exit status 1 when a problem was found; 3 when the check could not run, or could not read part of the directory (and found no problem).",
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&f.dataDir, "data-dir", "", "data directory `DIR` (default: the per-user one, or VC_DATA_DIR)")
-	fl.StringVar(&f.config, "config", "", "YAML config `FILE` (default ~/.config/vc-mcp/config.yaml, or VC_CONFIG)")
-	fl.StringVar(&f.conversation, "conversation", "", "check only the conversation `ID` (default: every one)")
-	fl.BoolVar(&f.json, "json", false, "print JSON for scripts instead of text for people")
-	fl.SortFlags = false
-	cmd.Args = exactArgs(0, "")
+	f.register(cmd)
+	// Unlike the other commands, check covers every conversation by default.
+	cmd.Flags().Lookup("conversation").Usage = "check only the conversation `ID` (default: every one)"
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := f.settings()
 		if err != nil {
