@@ -67,7 +67,7 @@ type History struct {
 	// loaded is set (under file and mu) once open has read the history.
 	loaded atomic.Bool
 	// mu guards next, queue, sent, marked and the write bookkeeping below
-	// (failing, failedAt, tried, dropped), and is held only to number
+	// (failedAt, tried, dropped), and is held only to number
 	// a record and queue it, to take the queue, or to make or remove the
 	// marker.
 	mu   sync.Mutex
@@ -80,14 +80,13 @@ type History struct {
 	// sent says the history is with the writer, which will take the
 	// queue.
 	sent bool
-	// failing says the last write failed, at failedAt: until retryDelay
-	// has passed, the writer and callers leave the queue as it is, so a
-	// disk that stays full costs a write attempt and a warning a second,
-	// not one a record. tried counts the records at the head of the queue
+	// failedAt is when the last write failed (zero: it did not): until
+	// retryDelay has passed, the writer and callers leave the queue as it
+	// is, so a disk that stays full costs a write attempt and a warning a
+	// second, not one a record. tried counts the records at the head of the queue
 	// that a write failed on (they do not make a caller write: they are
 	// not new). dropped counts the records let go meanwhile (at most
 	// Retention wait), for the next error to say.
-	failing  bool
 	failedAt time.Time
 	tried    int
 	dropped  int
@@ -277,7 +276,7 @@ func (h *History) Flush() error {
 // failed write, nothing is tried.
 func (h *History) flush(keep, patient bool) error {
 	h.mu.Lock()
-	if patient && h.failing && time.Since(h.failedAt) < retryDelay {
+	if patient && time.Since(h.failedAt) < retryDelay { // zero: long ago
 		h.sent = false
 		h.mu.Unlock()
 		return nil
@@ -296,19 +295,19 @@ func (h *History) flush(keep, patient bool) error {
 	err = errors.Join(err, werr)
 	if len(rest) == 0 {
 		h.mu.Lock()
-		h.failing = false
+		h.failedAt = time.Time{}
 		h.mu.Unlock()
 	}
 	switch {
 	case len(rest) > 0 && !keep:
 		h.mu.Lock()
-		h.failing, h.failedAt = true, time.Now()
+		h.failedAt = time.Now()
 		h.mu.Unlock()
 		err = fmt.Errorf("%w (%d request records dropped)", err, len(rest))
 	case len(rest) > 0:
 		h.mu.Lock()
 		h.queue = append(rest, h.queue...)
-		h.tried, h.failing, h.failedAt = len(rest), true, time.Now()
+		h.tried, h.failedAt = len(rest), time.Now()
 		if drop := len(h.queue) - Retention; drop > 0 {
 			h.dropQueued(drop)
 			h.dropped -= drop // said here
