@@ -291,7 +291,7 @@ func checkIDs(dir, id string, states map[string]*checkState) ([]string, error) {
 	for cid := range states {
 		seen[cid] = true
 	}
-	for _, d := range []struct{ dir, ext string }{{logsDir, logExt}, {decisionsDir, ".log"}} {
+	for _, d := range []struct{ dir, ext string }{{logsDir, logExt}, {decisionsDir, decisionsExt}} {
 		entries, err := os.ReadDir(filepath.Join(dir, d.dir))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("list %s: %w", d.dir, err)
@@ -332,8 +332,7 @@ func checkConversation(ctx context.Context, dir, id string, st *checkState, dbRe
 		meta = st.meta
 		cc.Turns = len(st.spans)
 	}
-	file := fileName(id)
-	quarantineFile := filepath.Join(quarantineDir, file+logExt)
+	quarantineFile := convFile("", quarantineDir, id, logExt)
 	path, legacy := masterLogFile(dir, id)
 	if legacy {
 		add(LevelNotice, "the next start renames it", "the master log has its old-style name (%s), which may clash with another id's on a case-insensitive file system", filepath.Base(path))
@@ -342,7 +341,7 @@ func checkConversation(ctx context.Context, dir, id string, st *checkState, dbRe
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if cc.Turns > 0 {
-			add(LevelProblem, "restore "+filepath.Join(logsDir, file+logExt)+" from a backup, before anything is stored in this conversation again: vc.db holds no text, the log is the only copy, and until then the conversation reads as empty",
+			add(LevelProblem, "restore "+convFile("", logsDir, id, logExt)+" from a backup, before anything is stored in this conversation again: vc.db holds no text, the log is the only copy, and until then the conversation reads as empty",
 				"the master log is missing: the %d turns vc.db holds cannot be read", cc.Turns)
 		}
 	case err != nil:
@@ -466,7 +465,7 @@ func checkMasterLog(ctx context.Context, f *os.File, size int64, st *checkState,
 // checkDecisions verifies a conversation's decisions log against its
 // committed state st (nil when unknown).
 func checkDecisions(ctx context.Context, dir, id string, st *checkState, cc *ConversationCheck, add func(level, action, format string, args ...any)) error {
-	name := filepath.Join(decisionsDir, fileName(id)+".log")
+	name := convFile("", decisionsDir, id, decisionsExt)
 	f, size, err := openRegular(filepath.Join(dir, name))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -520,7 +519,7 @@ func checkDecisions(ctx context.Context, dir, id string, st *checkState, cc *Con
 // it is the old-style name (from before case-safe names) the next start
 // renames.
 func masterLogFile(dir, id string) (string, bool) {
-	path := filepath.Join(dir, logsDir, fileName(id)+logExt)
+	path := convFile(dir, logsDir, id, logExt)
 	legacy := filepath.Join(dir, logsDir, id+logExt)
 	if legacy != path && !exists(path) && exists(legacy) {
 		return legacy, true
@@ -529,7 +528,7 @@ func masterLogFile(dir, id string) (string, bool) {
 }
 
 func quarantinePath(dir, id string) string {
-	return filepath.Join(dir, quarantineDir, fileName(id)+logExt)
+	return convFile(dir, quarantineDir, id, logExt)
 }
 
 // openRegular opens path for reading if it is a regular file (following a

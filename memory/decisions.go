@@ -9,7 +9,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -49,7 +48,10 @@ import (
 // loses none, a power loss may lose the newest few, and replay then tags
 // those turns again with the configured tagger.
 
-const decisionsDir = "decisions"
+const (
+	decisionsDir = "decisions"
+	decisionsExt = ".log"
+)
 
 // Decision kinds.
 const (
@@ -230,7 +232,7 @@ func sameTurnHash(recorded, full string) bool {
 }
 
 func (s *Store) decisionsPath(id string) string {
-	return filepath.Join(s.opts.Dir, decisionsDir, fileName(id)+".log")
+	return convFile(s.opts.Dir, decisionsDir, id, decisionsExt)
 }
 
 // encodeDecision renders d as its decisions log line (decisionlog.Frame).

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -74,6 +75,13 @@ func idFromFileName(name string) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// convFile is where conversation id's file of one kind lives: dir's
+// sub-directory sub, named fileName(id)+ext (dir "" gives the path inside
+// the data directory). Every per-conversation file is named so.
+func convFile(dir, sub, id, ext string) string {
+	return filepath.Join(dir, sub, fileName(id)+ext)
+}
 
 // shortList joins items for a message, naming at most most of them and
 // counting the rest ("a, b and 3 more").

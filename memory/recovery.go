@@ -51,7 +51,7 @@ func (s *Store) quarantine(id string, items []masterlog.Damage) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create quarantine directory: %w", err)
 	}
-	path := filepath.Join(dir, fileName(id)+logExt)
+	path := quarantinePath(s.opts.Dir, id)
 	seen, err := quarantinedKeys(path)
 	if err != nil {
 		return err

@@ -92,7 +92,7 @@ func (s *Store) stopRequestWriter() {
 }
 
 func (s *Store) requestsPath(id string) string {
-	return filepath.Join(s.opts.Dir, requestsDir, fileName(id)+requestlog.Ext)
+	return convFile(s.opts.Dir, requestsDir, id, requestlog.Ext)
 }
 
 func (s *Store) requestLog(id string) *requestlog.History {

@@ -146,7 +146,7 @@ func (sh *sharedState) fileMu(id string) *sync.Mutex {
 // genPath is where a cache records the generation of a conversation's logs
 // (absent: 0).
 func (s *Store) genPath(id string) string {
-	return filepath.Join(s.opts.Dir, logsDir, fileName(id)+".gen")
+	return convFile(s.opts.Dir, logsDir, id, ".gen")
 }
 
 func (s *Store) writeGen(id string, gen int64) error {

@@ -608,7 +608,7 @@ func (s *Store) dataDir() string {
 }
 
 func (s *Store) logPath(id string) string {
-	return filepath.Join(s.opts.Dir, logsDir, fileName(id)+logExt)
+	return convFile(s.opts.Dir, logsDir, id, logExt)
 }
 
 // resolve validates a conversation id, mapping "" to the default.
