@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -215,41 +214,5 @@ func TestAnUnusableDBFileNamesTheRepair(t *testing.T) {
 				t.Fatalf("after the rebuild: %+v, %v; want 300 turns", st.Totals, err)
 			}
 		})
-	}
-}
-
-// TestProbeWaitsForAGrowingWriter: a vc.db that another process holds,
-// grows and lets go while a start waits for it is whole, not cut short:
-// its size is read once the lock is held. (It was read before the wait,
-// and a healthy file was called damaged.)
-func TestProbeWaitsForAGrowingWriter(t *testing.T) {
-	path := filepath.Join(t.TempDir(), dbFile)
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- probeDB(path, 10*time.Second) }()
-	time.Sleep(100 * time.Millisecond) // the probe waits for the lock
-	value := []byte(strings.Repeat("x", 300))
-	if err := db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists([]byte("b"))
-		if err != nil {
-			return err
-		}
-		for i := range 3000 {
-			if err := b.Put([]byte(fmt.Sprint(i)), value); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("probe of a file grown while it waited: %v", err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/vc-mcp/vc-mcp/memory/vcdb"
 )
 
 // Check reads a data directory and reports its state without writing a
@@ -159,10 +160,10 @@ func checkDB(dir, id string, rep *CheckReport) map[string]*checkState {
 	add := func(level, action, format string, args ...any) {
 		rep.Findings = append(rep.Findings, Finding{Level: level, What: fmt.Sprintf(format, args...), Action: action})
 	}
-	if _, err := os.Stat(path + compactedSuffix); err == nil {
+	if _, err := os.Stat(path + vcdb.CompactedSuffix); err == nil {
 		rep.DB = DBPending
 		add(LevelNotice, "the next start finishes it; the logs alone were checked",
-			"a compaction of vc.db is under way, or was cut short by a crash (%s is its complete copy)", dbFile+compactedSuffix)
+			"a compaction of vc.db is under way, or was cut short by a crash (%s is its complete copy)", dbFile+vcdb.CompactedSuffix)
 		return nil
 	}
 	st, err := os.Stat(path)
@@ -176,16 +177,16 @@ func checkDB(dir, id string, rep *CheckReport) map[string]*checkState {
 	}
 	var db *bolt.DB
 	if err == nil {
-		// One read-only open: its View checks the size (cutShort) before
-		// it reads a page past the meta pages.
-		db, err = openReadOnly(path, time.Second)
+		// One read-only open: its View checks the size (vcdb.CutShort)
+		// before it reads a page past the meta pages.
+		db, err = vcdb.OpenReadOnly(path, time.Second)
 	}
 	switch {
 	case errors.Is(err, bolt.ErrTimeout):
 		rep.DB = DBInUse
 		add(LevelNotice, "stop it (vc-mcp daemon stop) for a full check", "vc.db is held by a running vc-mcp, so the logs alone were checked")
 		return nil
-	case isDamagedDB(err):
+	case vcdb.IsDamaged(err):
 		rep.DB = DBDamaged
 		add(LevelProblem, damagedAction(dir), "vc.db is damaged: %v", err)
 		return nil
@@ -195,8 +196,10 @@ func checkDB(dir, id string, rep *CheckReport) map[string]*checkState {
 	}
 	states := map[string]*checkState{}
 	var problems []string
-	err = boltDB{DB: db, dir: dir, log: discardLog}.View(func(tx *bolt.Tx) error {
-		if err := cutShort(tx, path); err != nil {
+	// With no Damaged, a page bbolt panics on is the *vcdb.PanicError
+	// itself: the finding says its cause, and its action the repair.
+	err = vcdb.DB{DB: db}.View(func(tx *bolt.Tx) error {
+		if err := vcdb.CutShort(tx, path); err != nil {
 			return err
 		}
 		for err := range tx.Check() {
@@ -229,10 +232,6 @@ func checkDB(dir, id string, rep *CheckReport) map[string]*checkState {
 		add(LevelProblem, damagedAction(dir), "vc.db cannot be used: %s", strings.Join(problems[:min(len(problems), 5)], "; "))
 		return nil
 	case err != nil:
-		var se *StorageError // a page bbolt panicked on: its cause, without the repair said twice
-		if errors.As(err, &se) && se.Err != nil {
-			err = se.Err
-		}
 		rep.DB = DBDamaged
 		add(LevelProblem, damagedAction(dir), "vc.db is damaged: %v", err)
 		return nil
@@ -247,10 +246,6 @@ const bboltCheck = "bbolt's consistency check: "
 func damagedAction(dir string) string {
 	return "stop vc-mcp and run `vc-mcp rebuild --data-dir " + dir + "`: vc.db is remade from the master logs and the decisions logs, which hold every stored message"
 }
-
-// discardLog is the logger of a check's bbolt handle: a damaged page is
-// reported as a finding.
-var discardLog = slog.New(slog.DiscardHandler)
 
 // loadCheckState reads one conversation's committed state: its header
 // (meta, the value in bucketConvs) and its turns' ranges.

@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/vc-mcp/vc-mcp/internal/files"
+	"github.com/vc-mcp/vc-mcp/memory/vcdb"
 )
 
 // checkFixture is a closed data directory holding conversation "c" with
@@ -229,7 +230,7 @@ func TestCheck(t *testing.T) {
 			}
 		}, want{db: DBUnread, unchecked: 1, records: 50, findings: []string{"unchecked: vc.db could not be read: not a regular file"}}},
 		{"a compaction of vc.db cut short", func(t *testing.T, fx checkFixture) {
-			copyFile(t, filepath.Join(fx.dir, dbFile), filepath.Join(fx.dir, dbFile+compactedSuffix))
+			copyFile(t, filepath.Join(fx.dir, dbFile), filepath.Join(fx.dir, dbFile+vcdb.CompactedSuffix))
 		}, want{db: DBPending, records: 50, findings: []string{"notice: a compaction of vc.db is under way, or was cut short by a crash"}}},
 		{"index missing", func(t *testing.T, fx checkFixture) {
 			if err := os.RemoveAll(filepath.Join(fx.dir, indexDir)); err != nil {

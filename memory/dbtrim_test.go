@@ -35,7 +35,7 @@ func dbSizes(t *testing.T, dir string) (file, hwm int64) {
 // trimmed file opens, grows and answers as before.
 func TestCloseTrimsDB(t *testing.T) {
 	if runtime.GOOS == "windows" {
-		t.Skip("Windows cannot truncate a mapped file; trimDB does nothing there")
+		t.Skip("Windows cannot truncate a mapped file; vcdb's Trim does nothing there")
 	}
 	dir := t.TempDir()
 	opts := Options{Dir: dir}

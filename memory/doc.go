@@ -34,10 +34,12 @@
 // vc.db stores each turn's metadata in a compact binary form
 // (turncodec.go; JSON records of earlier versions are still read), turns
 // and segments in DEFLATE-compressed blocks once a block is full
-// (blocks.go); Close compacts it in place when it is mostly free pages
-// and cuts it to its pages (dbcompact.go, dbtrim.go). The full-text index
-// stores neither the text nor term vectors: find_quote cuts its excerpts
-// from the master log and checks phrases on it (index/phrase.go).
+// (blocks.go). The file itself is package vcdb's: it is probed before
+// bbolt maps it, a page bbolt panics on is an error (here a StorageError
+// naming `vc-mcp rebuild`, storageerr.go), and Close compacts it in place
+// when it is mostly free pages and cuts it to its pages. The full-text
+// index stores neither the text nor term vectors: find_quote cuts its
+// excerpts from the master log and checks phrases on it (index/phrase.go).
 //
 // The full-text index keeps watermarks per conversation (turns indexed,
 // summary generation indexed). A background reconciler, one goroutine per

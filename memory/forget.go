@@ -967,38 +967,6 @@ func (s *Store) purgeIndex() {
 	}
 }
 
-// compactDB rewrites a closed bbolt file into a fresh one, so that no freed
-// page keeps old bytes (after a forget).
-func compactDB(path string) error {
-	src, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
-	if err != nil {
-		return fmt.Errorf("compact %s: %w", path, err)
-	}
-	defer src.Close()
-	tmp := path + ".compact"
-	_ = os.Remove(tmp)
-	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		return fmt.Errorf("compact %s: %w", path, err)
-	}
-	dst.AllocSize = dbGrowStep
-	if err := bolt.Compact(dst, src, 1<<20); err != nil {
-		_ = dst.Close()
-		_ = os.Remove(tmp)
-		return fmt.Errorf("compact %s: %w", path, err)
-	}
-	if err := dst.Close(); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("compact %s: %w", path, err)
-	}
-	_ = src.Close()
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("compact %s: %w", path, err)
-	}
-	return files.SyncDir(filepath.Dir(path))
-}
-
 // scrubRequests takes conversation id's gone topics and forgotten turns
 // out of the request histories (requests/*.jsonl.gz), rewriting each that
 // names one atomically: id's own, and any other whose recalls over every

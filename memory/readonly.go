@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/vc-mcp/vc-mcp/internal/files"
+	"github.com/vc-mcp/vc-mcp/memory/vcdb"
 )
 
 // ErrReadOnly: the store serves a data directory it may not write (a
@@ -175,10 +176,10 @@ func snapshotDir(dir string, lockTimeout time.Duration, log *slog.Logger) (scrat
 	if dbErr == nil {
 		// A compaction cut short by a crash leaves the whole file in
 		// vc.db.compacted and vc.db possibly half overwritten; the next
-		// writable open finishes it (finishCompaction).
+		// writable open finishes it (vcdb.FinishCompaction).
 		src := filepath.Join(dir, dbFile)
-		if _, err := os.Stat(src + compactedSuffix); err == nil {
-			src += compactedSuffix
+		if _, err := os.Stat(src + vcdb.CompactedSuffix); err == nil {
+			src += vcdb.CompactedSuffix
 		}
 		if err := copyDB(src, filepath.Join(tmp, dbFile), lockTimeout, log); err != nil {
 			if errors.Is(err, bolt.ErrTimeout) {
@@ -234,7 +235,7 @@ func removeStaleSnapshots(log *slog.Logger) {
 			if time.Since(info.ModTime()) < time.Minute {
 				continue
 			}
-		} else if err := (boltDB{dir: d, log: log}).guard(func(*bolt.DB) error {
+		} else if err := vcdb.Guard(damagedPage(d, false, log), func() error {
 			db, err := bolt.Open(lockPath, 0o600, &bolt.Options{Timeout: 20 * time.Millisecond, ReadOnly: true})
 			if err != nil {
 				return err
@@ -252,21 +253,20 @@ func removeStaleSnapshots(log *slog.Logger) {
 // copyDB copies a bbolt file through a read transaction, holding the
 // shared lock a writer excludes.
 func copyDB(src, dst string, lockTimeout time.Duration, log *slog.Logger) error {
+	damaged := damagedPage(filepath.Dir(src), false, log)
 	var db *bolt.DB
-	err := boltDB{dir: filepath.Dir(src), log: log}.guard(func(*bolt.DB) (err error) {
+	err := vcdb.Guard(damaged, func() (err error) {
 		db, err = bolt.Open(src, 0o400, &bolt.Options{ReadOnly: true, Timeout: lockTimeout})
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	err = boltDB{DB: db, dir: filepath.Dir(src), log: log}.guard(func(db *bolt.DB) error {
-		return db.View(func(tx *bolt.Tx) error {
-			if err := cutShort(tx, src); err != nil {
-				return err
-			}
-			return tx.CopyFile(dst, 0o600)
-		})
+	err = vcdb.DB{DB: db, Damaged: damaged}.View(func(tx *bolt.Tx) error {
+		if err := vcdb.CutShort(tx, src); err != nil {
+			return err
+		}
+		return tx.CopyFile(dst, 0o600)
 	})
 	return errors.Join(err, db.Close())
 }

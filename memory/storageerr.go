@@ -2,11 +2,15 @@ package memory
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
+	"runtime/debug"
 	"syscall"
 
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/vc-mcp/vc-mcp/memory/vcdb"
 )
 
 // ErrStorage: the data directory could not be written or read (disk full,
@@ -48,10 +52,48 @@ func (s *Store) storageError(err error, outcome string) error {
 		msg = "the data directory " + dir + " is on a read-only file system; " + outcome
 	case errors.Is(err, os.ErrPermission):
 		msg = "no permission to write under " + dir + "; fix its ownership or permissions, then call again; " + outcome
-	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, bolt.ErrDatabaseNotOpen):
+	case vcdb.IsDamaged(err), errors.Is(err, bolt.ErrDatabaseNotOpen):
 		msg = damagedMessage(dir, s.ro != nil) + "; " + outcome
 	default:
 		return err
 	}
 	return &StorageError{Message: msg, Err: err}
+}
+
+// damagedPage is the store's answer to a panic of bbolt in a vc.db call
+// (vcdb.DB.Damaged): a page it read was not what it expects (one
+// overwritten on disk). The call becomes a StorageError that names the
+// repair, so the caller releases its locks and answers, and the server
+// goes on serving what is intact. dir is the data directory as its users
+// know it; snapshot, that this vc.db is a read-only directory's copy
+// (readonly.go), which the server cannot repair (the directory's owner
+// can).
+func damagedPage(dir string, snapshot bool, log *slog.Logger) func(*vcdb.PanicError) error {
+	if log == nil {
+		log = slog.Default()
+	}
+	return func(pe *vcdb.PanicError) error {
+		// The stack tells a damaged page from a bug of ours in a callback.
+		log.Error("vc.db: a read or write of it panicked: taken as a damaged page", "panic", fmt.Sprint(pe.Value), "data_dir", dir)
+		log.Debug("vc.db panic", "stack", string(debug.Stack()))
+		return damagedDB(dir, snapshot, pe)
+	}
+}
+
+// damagedDB is the error of a damaged vc.db: what to run, and that the
+// master logs (what was acknowledged) are not in it.
+func damagedDB(dir string, snapshot bool, err error) error {
+	return &StorageError{Message: damagedMessage(dir, snapshot), Err: err}
+}
+
+// damagedMessage says that vc.db in dir is damaged and who repairs it how:
+// whoever stops vc-mcp, or, for a read-only directory's copy (snapshot),
+// the directory's owner, as this server cannot.
+func damagedMessage(dir string, snapshot bool) string {
+	who := ": stop vc-mcp"
+	if snapshot {
+		who = ", and this server serves a read-only copy of it that it cannot repair: have the directory's owner stop vc-mcp"
+	}
+	return "vc.db in " + dir + " is damaged" + who + " and run `vc-mcp rebuild --data-dir " + dir +
+		"` (it is remade from the master logs, which hold every stored message; nothing is lost)"
 }

@@ -47,6 +47,7 @@ import (
 	"github.com/vc-mcp/vc-mcp/memory/summarize"
 	"github.com/vc-mcp/vc-mcp/memory/tagging"
 	"github.com/vc-mcp/vc-mcp/memory/tokens"
+	"github.com/vc-mcp/vc-mcp/memory/vcdb"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -77,7 +78,7 @@ var _ textIndex = (*index.Index)(nil)
 // a data directory.
 type Store struct {
 	opts   Options
-	db     boltDB
+	db     vcdb.DB
 	ix     textIndex
 	tok    *tokens.Counter
 	tagger Tagger
@@ -282,7 +283,7 @@ func open(ctx context.Context, opts Options, ro *readOnly) (*Store, error) {
 	}
 	s := &Store{opts: opts, ro: ro, tok: tok, tagger: opts.Tagger, sum: opts.Summarizer,
 		log: opts.Logger, now: opts.Now, convs: map[string]*convEntry{}, lru: list.New()}
-	s.db = boltDB{DB: db, dir: s.dataDir(), log: opts.Logger, snapshot: ro != nil}
+	s.db = vcdb.DB{DB: db, Damaged: damagedPage(s.dataDir(), ro != nil, opts.Logger)}
 	s.idle = sync.NewCond(&s.mu)
 	s.items = cat
 	s.itemVecs = itemVectors{dir: filepath.Join(opts.Dir, filepath.FromSlash(itemVectorsDir)), mem: map[string][]float32{}}
@@ -329,7 +330,7 @@ func open(ctx context.Context, opts Options, ro *readOnly) (*Store, error) {
 			if err != nil {
 				return fmt.Errorf("reopen %s: %w", dbPath, err)
 			}
-			s.db, db = boltDB{DB: ndb, dir: s.dataDir(), log: s.log}, ndb
+			s.db.DB, db = ndb, ndb
 			return nil
 		}); err != nil {
 			return fail(err)
@@ -570,17 +571,17 @@ func (s *Store) Close() error {
 		}
 	}
 	if s.ro == nil {
-		if err := s.db.guard(func(db *bolt.DB) error { _, err := compactInPlace(db); return err }); err != nil {
+		if _, err := s.db.Compact(); err != nil {
 			s.log.Warn("could not compact vc.db; it keeps its free pages", "err", err)
 		}
-		if err := s.db.guard(trimDB); err != nil {
+		if err := s.db.Trim(); err != nil {
 			s.log.Warn("could not cut vc.db down to its pages; it stays as large as it grew", "err", err)
 		}
 	}
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: %w", err))
 	} else if s.purgeAtClose.Load() {
-		if err := compactDB(filepath.Join(s.opts.Dir, dbFile)); err != nil {
+		if err := vcdb.Rewrite(filepath.Join(s.opts.Dir, dbFile)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -717,7 +718,7 @@ func Rebuild(ctx context.Context, opts Options, progress Progress) error {
 	if err := lockForRebuild(dbPath, opts); err != nil {
 		return err
 	}
-	for _, p := range []string{dbPath, dbPath + compactingSuffix, dbPath + compactedSuffix, filepath.Join(opts.Dir, indexDir)} {
+	for _, p := range []string{dbPath, dbPath + vcdb.CompactingSuffix, dbPath + vcdb.CompactedSuffix, filepath.Join(opts.Dir, indexDir)} {
 		if err := os.RemoveAll(p); err != nil {
 			return fmt.Errorf("remove %s: %w", p, err)
 		}
@@ -743,23 +744,17 @@ func Rebuild(ctx context.Context, opts Options, progress Progress) error {
 // it open, since every open of it fails as this one does; rebuilding is
 // its repair.
 func lockForRebuild(path string, opts Options) error {
-	if err := finishCompaction(path); err != nil {
+	if err := vcdb.FinishCompaction(path); err != nil {
 		return err
 	}
-	err := probeDB(path, opts.LockTimeout)
+	db, err := vcdb.Open(path, &bolt.Options{Timeout: opts.LockTimeout}, damagedPage(opts.Dir, false, opts.Logger))
 	if err == nil {
-		err = boltDB{dir: opts.Dir, log: opts.Logger}.guard(func(*bolt.DB) error {
-			db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout})
-			if err != nil {
-				return err
-			}
-			return db.Close()
-		})
+		err = db.Close()
 	}
 	switch {
 	case err == nil:
 		return nil
-	case isDamagedDB(err):
+	case vcdb.IsDamaged(err):
 		opts.Logger.Warn("vc.db is damaged; rebuilding it from the logs", "data_dir", opts.Dir, "err", err)
 		return nil
 	case errors.Is(err, bolt.ErrTimeout):
@@ -780,39 +775,16 @@ func (s *Store) kickEmbedder() {
 	}
 }
 
-// dbGrowStep is how much vc.db grows by once it is past its first
-// dbGrowStep bytes. bbolt's default (16 MiB) makes the file the next
-// power of two above its high-water mark below that size, up to twice
-// what it holds (4 MiB for 2.1 MiB of pages); in steps of 256 KiB the file
-// is at most that much larger than its pages, for a truncate and an fsync
-// per step of growth (about 15 at 10,000 turns). Windows maps the whole
-// file and grows it in powers of two regardless.
-const dbGrowStep = 256 << 10
-
 // openDB opens vc.db with the store's options. A file bbolt cannot use
 // (not a bbolt file, a damaged meta page, cut short) is a damaged vc.db,
 // with the repair in its message.
 func openDB(path string, opts Options) (*bolt.DB, error) {
-	if err := finishCompaction(path); err != nil {
+	if err := vcdb.FinishCompaction(path); err != nil {
 		return nil, err
 	}
-	if err := probeDB(path, opts.LockTimeout); err != nil {
-		if isDamagedDB(err) {
-			return nil, damagedDB(opts.Dir, false, err)
-		}
-		return nil, err
-	}
-	var db *bolt.DB
-	err := boltDB{dir: opts.Dir, log: opts.Logger}.guard(func(*bolt.DB) (err error) {
-		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout, NoSync: opts.noSync})
-		return err
-	})
-	if isDamagedDB(err) {
+	db, err := vcdb.Open(path, &bolt.Options{Timeout: opts.LockTimeout, NoSync: opts.noSync}, damagedPage(opts.Dir, false, opts.Logger))
+	if vcdb.IsDamaged(err) {
 		return nil, damagedDB(opts.Dir, false, err)
 	}
-	if err != nil {
-		return nil, err
-	}
-	db.AllocSize = dbGrowStep
-	return db, nil
+	return db, err
 }

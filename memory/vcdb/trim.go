@@ -1,4 +1,4 @@
-package memory
+package vcdb
 
 import (
 	"errors"
@@ -10,15 +10,20 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 )
 
-// trimDB cuts vc.db down to its high-water mark before Close releases it.
-// bbolt grows the file ahead of its pages (dbGrowStep at a time past the
-// first step, up to 256 KiB unused at the end: 0.27 MB of 3.05 at 10,000
-// turns); pages past the high-water mark hold nothing, and the next
-// write that needs them grows the file again. It runs while this process
+// Trim cuts d's file down to its high-water mark before the store lets
+// it go (see the package comment): bbolt grows the file ahead of its
+// pages (growStep at a time past the first step, up to 256 KiB unused at
+// the end: 0.27 MB of 3.05 at 10,000 turns). It runs while this process
 // still holds the file's lock, with no transaction open, so no other
-// process sees the file meanwhile; bbolt reads nothing past the high-water
-// mark. Windows cannot truncate a mapped file: there it does nothing.
-func trimDB(db *bolt.DB) error {
+// process sees the file meanwhile; bbolt reads nothing past the
+// high-water mark. A d closed already (a failed open) is left alone, and
+// on Windows, which cannot truncate a mapped file, it does nothing. A
+// panic is made an error as by View.
+func (d DB) Trim() error {
+	return Guard(d.Damaged, func() error { return trim(d.DB) })
+}
+
+func trim(db *bolt.DB) error {
 	if runtime.GOOS == "windows" {
 		return nil
 	}

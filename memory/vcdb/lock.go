@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
-package memory
+package vcdb
 
 import (
 	"errors"
@@ -8,8 +8,9 @@ import (
 	"syscall"
 )
 
-// canLockFile: flock(2) is there, the lock bbolt takes on vc.db.
-const canLockFile = true
+// CompactsInPlace says whether DB.Compact and FinishCompaction do
+// anything here: they need flock(2), the lock bbolt takes on vc.db.
+const CompactsInPlace = true
 
 // tryLockFile takes an exclusive flock on f without waiting.
 func tryLockFile(f *os.File) (bool, error) {

@@ -1,4 +1,4 @@
-package memory
+package vcdb
 
 import (
 	"errors"
@@ -13,48 +13,39 @@ import (
 	"github.com/vc-mcp/vc-mcp/internal/files"
 )
 
-// vc.db is compacted in place when the store closes, if free pages (or
-// the unused part of half-filled ones) are much of it. bbolt never returns pages: the file keeps the high-water mark
-// of its largest transaction (a compaction rewrites most topic summaries
-// and segment blocks while the old pages are still in use), so at 10,000
-// turns a quarter of it was free pages (1.69 MB; 1.28 MB compacted, 11 ms).
-//
-// The file keeps its inode: bbolt's lock (flock on the file) is what
-// decides which process owns the data directory, and a process waiting
-// for it holds the file open, so replacing the file by a rename would let
-// that process lock and use the old, unlinked one. Instead, while this
-// process still holds the lock:
-//
-//  1. bbolt copies the live pages into vc.db.compacting (bolt.Compact),
-//     which is synced and renamed to vc.db.compacted (synced directory);
-//  2. its pages are written over vc.db from the start, the file is cut to
-//     their end and synced;
-//  3. vc.db.compacted is removed; then the lock is released.
-//
-// A crash during 2 leaves vc.db damaged beside a complete
-// vc.db.compacted: the next open (finishCompaction, with the file locked)
-// copies it again before bbolt reads vc.db. A crash before 2 leaves vc.db
-// as it was. vc.db is derived state in any case (`vc-mcp rebuild`).
+// The files of a compaction in place, beside vc.db (see the package
+// comment): the copy being made, and the complete copy being written
+// over vc.db.
 const (
-	compactingSuffix = ".compacting"
-	compactedSuffix  = ".compacted"
-	// Compact when free and unused page bytes are at least this share of
-	// the file (and compactMinFree bytes).
-	compactMinShare = 8 // 1/8
+	CompactingSuffix = ".compacting"
+	CompactedSuffix  = ".compacted"
 )
 
-// compactMinFree is the fewest free bytes worth a compaction (a variable
-// so that tests reach it with small stores).
-var compactMinFree int64 = 128 << 10
+const (
+	// Compact when free and unused page bytes are at least this share of
+	// the file (1/compactMinShare) and compactMinFree bytes.
+	compactMinShare = 8
+	compactMinFree  = 128 << 10
+)
 
 var errNoFileLock = errors.New("file locking not supported here")
 
-// compactInPlace compacts db's file as described above. db is open with
-// no transaction running and this process holds its lock; the caller
-// closes db right after (bbolt's map of the file is not read again). It
-// reports whether it compacted.
+// Compact compacts d's file in place, keeping its inode (see the package
+// comment), when free pages and the unused part of pages are much of it;
+// it reports whether it did. d is open for writing with no transaction
+// running and this process holds its lock; the caller closes d right
+// after (bbolt's map of the file is not read again). A panic is made an
+// error as by View.
+func (d DB) Compact() (compacted bool, err error) {
+	err = Guard(d.Damaged, func() (err error) {
+		compacted, err = compactInPlace(d.DB)
+		return err
+	})
+	return compacted, err
+}
+
 func compactInPlace(db *bolt.DB) (bool, error) {
-	if !canLockFile {
+	if !CompactsInPlace {
 		return false, nil
 	}
 	path := db.Path()
@@ -65,7 +56,7 @@ func compactInPlace(db *bolt.DB) (bool, error) {
 	if waste := hwm - used; waste < compactMinFree || waste*compactMinShare < hwm {
 		return false, nil
 	}
-	tmp, ready := path+compactingSuffix, path+compactedSuffix
+	tmp, ready := path+CompactingSuffix, path+CompactedSuffix
 	_ = os.Remove(tmp)
 	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
@@ -159,19 +150,19 @@ func syncFile(path string) error {
 	return nil
 }
 
-// finishCompaction completes a compaction a crash interrupted (see above)
-// before bbolt opens path: with the file locked, it copies
-// vc.db.compacted over it again. When another process holds the lock it
-// does nothing (that process finishes its own compaction, or did this
-// when it opened).
-func finishCompaction(path string) error {
-	ready := path + compactedSuffix
+// FinishCompaction completes a compaction in place that a crash
+// interrupted (see the package comment), before bbolt opens path: with
+// the file locked, it copies vc.db.compacted over it again. When another
+// process holds the lock it does nothing (that process finishes its own
+// compaction, or did this when it opened); with no vc.db neither.
+func FinishCompaction(path string) error {
+	ready := path + CompactedSuffix
 	if _, err := os.Stat(ready); err != nil {
 		return nil
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return nil // no vc.db: nothing to finish (Rebuild removes both)
+		return nil // no vc.db: nothing to finish (a rebuild removes both)
 	}
 	defer f.Close()
 	locked, err := tryLockFile(f)
@@ -196,6 +187,40 @@ func finishCompaction(path string) error {
 	}
 	if err := os.Remove(ready); err != nil {
 		return fmt.Errorf("finish compacting vc.db: %w", err)
+	}
+	return files.SyncDir(filepath.Dir(path))
+}
+
+// Rewrite copies the closed vc.db at path into a fresh file and renames
+// that over it, so that no freed page keeps old bytes (after a forget).
+// Unlike Compact it replaces the file: it runs after the store has let
+// the file go.
+func Rewrite(path string) error {
+	src, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("compact %s: %w", path, err)
+	}
+	defer src.Close()
+	tmp := path + ".compact"
+	_ = os.Remove(tmp)
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return fmt.Errorf("compact %s: %w", path, err)
+	}
+	dst.AllocSize = growStep
+	if err := bolt.Compact(dst, src, 1<<20); err != nil {
+		_ = dst.Close()
+		_ = os.Remove(tmp)
+		return fmt.Errorf("compact %s: %w", path, err)
+	}
+	if err := dst.Close(); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("compact %s: %w", path, err)
+	}
+	_ = src.Close()
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("compact %s: %w", path, err)
 	}
 	return files.SyncDir(filepath.Dir(path))
 }

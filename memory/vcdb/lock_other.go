@@ -1,12 +1,12 @@
 //go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
 
-package memory
+package vcdb
 
 import "os"
 
-// canLockFile: without flock(2) (Windows maps and locks the file its own
-// way), vc.db is not compacted in place.
-const canLockFile = false
+// CompactsInPlace: without flock(2) (Windows maps and locks the file its
+// own way), vc.db is not compacted in place.
+const CompactsInPlace = false
 
 func tryLockFile(*os.File) (bool, error) { return false, errNoFileLock }
 
