@@ -160,7 +160,19 @@ func checkDB(dir, id string, rep *CheckReport) map[string]*checkState {
 	add := func(level, action, format string, args ...any) {
 		rep.Findings = append(rep.Findings, Finding{Level: level, What: fmt.Sprintf(format, args...), Action: action})
 	}
-	if _, err := os.Stat(path + vcdb.CompactedSuffix); err == nil {
+	if st, err := os.Stat(path + vcdb.CompactedSuffix); err == nil {
+		// Its complete copy: whether it can finish the compaction decides
+		// what the next start does (vc.db itself may be half written).
+		if !st.Mode().IsRegular() {
+			err = fmt.Errorf("%s is not a file", dbFile+vcdb.CompactedSuffix)
+		} else {
+			err = vcdb.VerifyCompacted(path)
+		}
+		if err != nil {
+			rep.DB = DBDamaged
+			add(LevelProblem, damagedAction(dir), "a compaction of vc.db was cut short by a crash and its copy cannot finish it: %v", err)
+			return nil
+		}
 		rep.DB = DBPending
 		add(LevelNotice, "the next start finishes it; the logs alone were checked",
 			"a compaction of vc.db is under way, or was cut short by a crash (%s is its complete copy)", dbFile+vcdb.CompactedSuffix)

@@ -232,6 +232,11 @@ func TestCheck(t *testing.T) {
 		{"a compaction of vc.db cut short", func(t *testing.T, fx checkFixture) {
 			copyFile(t, filepath.Join(fx.dir, dbFile), filepath.Join(fx.dir, dbFile+vcdb.CompactedSuffix))
 		}, want{db: DBPending, records: 50, findings: []string{"notice: a compaction of vc.db is under way, or was cut short by a crash"}}},
+		{"a compaction of vc.db cut short, its copy damaged", func(t *testing.T, fx checkFixture) {
+			path := filepath.Join(fx.dir, dbFile)
+			copyFile(t, path, path+vcdb.CompactedSuffix)
+			editFile(t, path+vcdb.CompactedSuffix, func(data []byte) []byte { return data[:len(data)/2] })
+		}, want{db: DBDamaged, problems: 1, records: 50, findings: []string{"problem: a compaction of vc.db was cut short by a crash and its copy cannot finish it", "cut short", "vc-mcp rebuild --data-dir"}}},
 		{"index missing", func(t *testing.T, fx checkFixture) {
 			if err := os.RemoveAll(filepath.Join(fx.dir, indexDir)); err != nil {
 				t.Fatal(err)

@@ -2,8 +2,10 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,12 +94,25 @@ func TestCloseCompactsDB(t *testing.T) {
 // TestInterruptedCompactionFinishes: a crash while a compacted vc.db was
 // being written over the old one leaves vc.db damaged beside a complete
 // vc.db.compacted; the next Open (or Rebuild) finishes the copy first.
+// Should the copy itself be damaged, neither file can be used: Open says
+// to rebuild, and Rebuild remakes vc.db from the logs.
 func TestInterruptedCompactionFinishes(t *testing.T) {
 	if !vcdb.CompactsInPlace {
 		t.Skip("no flock: vc.db is not compacted in place here")
 	}
-	for _, how := range []string{"Open", "Rebuild"} {
-		t.Run(how, func(t *testing.T) {
+	tests := []struct {
+		name, how string
+		// copy makes vc.db.compacted from the good file.
+		copy func(good []byte) []byte
+	}{
+		{"Open", "Open", nil},
+		{"Rebuild", "Rebuild", nil},
+		{"Open, copy cut short", "Open", func(good []byte) []byte { return good[:len(good)/2] }},
+		{"Rebuild, copy cut short", "Rebuild", func(good []byte) []byte { return good[:len(good)/2] }},
+		{"Rebuild, copy not bbolt", "Rebuild", func(good []byte) []byte { return make([]byte, len(good)) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			before := buildDerivedState(t, dir) // the store is closed
 			path := filepath.Join(dir, dbFile)
@@ -105,7 +120,11 @@ func TestInterruptedCompactionFinishes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(path+vcdb.CompactedSuffix, good, 0o600); err != nil {
+			compacted := good
+			if tt.copy != nil {
+				compacted = tt.copy(good)
+			}
+			if err := os.WriteFile(path+vcdb.CompactedSuffix, compacted, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			// Half written over: the meta pages and more are garbage.
@@ -120,10 +139,17 @@ func TestInterruptedCompactionFinishes(t *testing.T) {
 				t.Fatal(err)
 			}
 			opts := Options{Dir: dir, ContextWindow: 1500, ProtectedTurns: 2, Summarizer: &countingSummarizer{fail: true}, Tagger: &countingTagger{fail: true}, Splitter: &refusingSplitter{}}
-			if how == "Rebuild" {
+			if tt.how == "Rebuild" {
 				if err := Rebuild(context.Background(), opts, nil); err != nil {
 					t.Fatal(err)
 				}
+			} else if tt.copy != nil {
+				_, err := Open(context.Background(), opts)
+				var se *StorageError
+				if !errors.As(err, &se) || !strings.Contains(se.Message, "vc-mcp rebuild") {
+					t.Fatalf("open beside a damaged compacted copy: %v; want a StorageError naming vc-mcp rebuild", err)
+				}
+				return
 			}
 			s := openTest(t, opts)
 			compareSnapshots(t, before, observe(t, s, "c"))

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vc-mcp/vc-mcp/memory/vcdb"
 )
 
 // secretFact is the fact forgotten in these tests: a made-up word found
@@ -187,6 +189,10 @@ func TestForgetCascades(t *testing.T) {
 		t.Fatal("dry run forgot the fact")
 	}
 
+	dbInfo, err := os.Stat(filepath.Join(dir, dbFile))
+	if err != nil {
+		t.Fatal(err)
+	}
 	watch := s.Watch(ctx)
 	res, err := s.Forget(ctx, ForgetRequest{ConversationID: "c", Query: "quartzlynx"})
 	if err != nil {
@@ -240,6 +246,11 @@ func TestForgetCascades(t *testing.T) {
 	check("after resend", s)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+	// vc.db was scrubbed in place, under its lock: a process waiting for
+	// the lock gets this file, not an unlinked copy with the old bytes.
+	if fi, err := os.Stat(filepath.Join(dir, dbFile)); err != nil || (vcdb.CompactsInPlace && !os.SameFile(dbInfo, fi)) {
+		t.Errorf("vc.db after the forget's close: %v; it must keep its inode (its lock)", err)
 	}
 	if files := filesContaining(t, dir, secretWord); len(files) > 0 {
 		for _, f := range files {

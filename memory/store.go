@@ -570,8 +570,19 @@ func (s *Store) Close() error {
 			errs = append(errs, fmt.Errorf("remove the index after forget: %w", err))
 		}
 	}
+	// After a forget no free page of vc.db may keep a forgotten message:
+	// it is compacted in place whatever that saves, under its lock, so a
+	// process waiting for the lock gets this file (vcdb.DB.Scrub); where
+	// that cannot be, it is rewritten once closed (vcdb.Rewrite).
+	purge, rewrite := s.ro == nil && s.purgeAtClose.Load(), false
 	if s.ro == nil {
-		if _, err := s.db.Compact(); err != nil {
+		if purge {
+			scrubbed, err := s.db.Scrub()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("scrub vc.db after forget: %w", err))
+			}
+			rewrite = err == nil && !scrubbed
+		} else if _, err := s.db.Compact(); err != nil {
 			s.log.Warn("could not compact vc.db; it keeps its free pages", "err", err)
 		}
 		if err := s.db.Trim(); err != nil {
@@ -580,7 +591,7 @@ func (s *Store) Close() error {
 	}
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: %w", err))
-	} else if s.purgeAtClose.Load() {
+	} else if rewrite {
 		if err := vcdb.Rewrite(filepath.Join(s.opts.Dir, dbFile)); err != nil {
 			errs = append(errs, err)
 		}
@@ -744,7 +755,11 @@ func Rebuild(ctx context.Context, opts Options, progress Progress) error {
 // it open, since every open of it fails as this one does; rebuilding is
 // its repair.
 func lockForRebuild(path string, opts Options) error {
-	if err := vcdb.FinishCompaction(path); err != nil {
+	switch err := vcdb.FinishCompaction(path); {
+	case vcdb.IsDamaged(err):
+		// Rebuild removes vc.db and its compacted copy alike.
+		opts.Logger.Warn("a compaction of vc.db was cut short and its copy is damaged; rebuilding vc.db from the logs", "data_dir", opts.Dir, "err", err)
+	case err != nil:
 		return err
 	}
 	db, err := vcdb.Open(path, &bolt.Options{Timeout: opts.LockTimeout}, damagedPage(opts.Dir, false, opts.Logger))
@@ -780,6 +795,9 @@ func (s *Store) kickEmbedder() {
 // with the repair in its message.
 func openDB(path string, opts Options) (*bolt.DB, error) {
 	if err := vcdb.FinishCompaction(path); err != nil {
+		if vcdb.IsDamaged(err) {
+			return nil, damagedDB(opts.Dir, false, err)
+		}
 		return nil, err
 	}
 	db, err := vcdb.Open(path, &bolt.Options{Timeout: opts.LockTimeout, NoSync: opts.noSync}, damagedPage(opts.Dir, false, opts.Logger))

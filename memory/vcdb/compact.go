@@ -37,14 +37,31 @@ var errNoFileLock = errors.New("file locking not supported here")
 // after (bbolt's map of the file is not read again). A panic is made an
 // error as by View.
 func (d DB) Compact() (compacted bool, err error) {
+	return d.compact(false)
+}
+
+// Scrub compacts d's file in place whatever that saves, so that no free
+// page keeps the bytes of a value deleted from it (after a forget): every
+// byte of the file is then written by the compaction. As Compact, it
+// keeps the file's inode: a process waiting for its lock gets this file,
+// never an unlinked copy of it. Without compaction in place
+// (!CompactsInPlace) it does nothing and reports false: the caller
+// rewrites the file once closed (Rewrite).
+func (d DB) Scrub() (scrubbed bool, err error) {
+	return d.compact(true)
+}
+
+func (d DB) compact(always bool) (compacted bool, err error) {
 	err = Guard(d.Damaged, func() (err error) {
-		compacted, err = compactInPlace(d.DB)
+		compacted, err = compactInPlace(d.DB, always)
 		return err
 	})
 	return compacted, err
 }
 
-func compactInPlace(db *bolt.DB) (bool, error) {
+// compactInPlace compacts db's file in place when that saves enough, or
+// always.
+func compactInPlace(db *bolt.DB, always bool) (bool, error) {
 	if !CompactsInPlace {
 		return false, nil
 	}
@@ -53,7 +70,7 @@ func compactInPlace(db *bolt.DB) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if waste := hwm - used; waste < compactMinFree || waste*compactMinShare < hwm {
+	if waste := hwm - used; !always && (waste < compactMinFree || waste*compactMinShare < hwm) {
 		return false, nil
 	}
 	tmp, ready := path+CompactingSuffix, path+CompactedSuffix
@@ -67,7 +84,7 @@ func compactInPlace(db *bolt.DB) (bool, error) {
 	if err == nil {
 		err = dst.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })
 	}
-	if err = errors.Join(err, dst.Close()); err != nil || size >= hwm {
+	if err = errors.Join(err, dst.Close()); err != nil || (size >= hwm && !always) {
 		_ = os.Remove(tmp)
 		if err != nil {
 			return false, fmt.Errorf("compact vc.db: %w", err)
@@ -154,7 +171,10 @@ func syncFile(path string) error {
 // interrupted (see the package comment), before bbolt opens path: with
 // the file locked, it copies vc.db.compacted over it again. When another
 // process holds the lock it does nothing (that process finishes its own
-// compaction, or did this when it opened); with no vc.db neither.
+// compaction, or did this when it opened); with no vc.db neither. A
+// vc.db.compacted that is itself damaged (cut short, overwritten) is an
+// error IsDamaged reports: vc.db may be half written over with it, so
+// neither file can be used (package memory rebuilds vc.db from the logs).
 func FinishCompaction(path string) error {
 	ready := path + CompactedSuffix
 	if _, err := os.Stat(ready); err != nil {
@@ -173,14 +193,9 @@ func FinishCompaction(path string) error {
 	if _, err := os.Stat(ready); err != nil {
 		return nil // finished meanwhile
 	}
-	src, err := bolt.Open(ready, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	size, err := compactedSize(path)
 	if err != nil {
-		return fmt.Errorf("finish compacting vc.db: %w", err)
-	}
-	var size int64
-	err = src.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })
-	if err = errors.Join(err, src.Close()); err != nil {
-		return fmt.Errorf("finish compacting vc.db: %w", err)
+		return err
 	}
 	if err := copyPages(path, ready, size); err != nil {
 		return err
@@ -191,10 +206,44 @@ func FinishCompaction(path string) error {
 	return files.SyncDir(filepath.Dir(path))
 }
 
+// VerifyCompacted checks, read-only, that the vc.db.compacted beside the
+// vc.db at path, which a compaction in place a crash cut short left, can
+// finish it (FinishCompaction); an error IsDamaged reports says it
+// cannot.
+func VerifyCompacted(path string) error {
+	_, err := compactedSize(path)
+	return err
+}
+
+// compactedSize returns the size of the pages of path's vc.db.compacted,
+// after checking the file holds them.
+func compactedSize(path string) (int64, error) {
+	ready := path + CompactedSuffix
+	var size int64
+	err := Guard(nil, func() error {
+		src, err := OpenReadOnly(ready, time.Second)
+		if err != nil {
+			return err
+		}
+		err = src.View(func(tx *bolt.Tx) error {
+			size = tx.Size()
+			return CutShort(tx, ready)
+		})
+		return errors.Join(err, src.Close())
+	})
+	if err != nil {
+		// vc.db may be half written over with it: neither can be used.
+		return 0, fmt.Errorf("finish compacting vc.db: %s, the copy to write over it, cannot be used: %w", filepath.Base(ready), err)
+	}
+	return size, nil
+}
+
 // Rewrite copies the closed vc.db at path into a fresh file and renames
-// that over it, so that no freed page keeps old bytes (after a forget).
-// Unlike Compact it replaces the file: it runs after the store has let
-// the file go.
+// that over it, so that no freed page keeps old bytes (after a forget),
+// where Scrub cannot (no compaction in place: Windows, where a rename
+// over a file another process has open fails instead of leaving that
+// process an unlinked copy). Unlike Scrub it replaces the file: it runs
+// after the store has let the file go.
 func Rewrite(path string) error {
 	src, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
 	if err != nil {

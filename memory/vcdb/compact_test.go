@@ -122,11 +122,13 @@ func TestFinishCompaction(t *testing.T) {
 		name     string
 		held     bool // another holds vc.db's lock
 		noDB     bool // vc.db is missing
+		cutCopy  bool // vc.db.compacted is cut short: damaged
 		finishes bool
 	}{
-		{"interrupted", false, false, true},
-		{"held by another", true, false, false},
-		{"no vc.db", false, true, false},
+		{"interrupted", false, false, false, true},
+		{"held by another", true, false, false, false},
+		{"no vc.db", false, true, false, false},
+		{"copy cut short", false, false, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,7 +138,11 @@ func TestFinishCompaction(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(path+CompactedSuffix, good, 0o600); err != nil {
+			compacted := good
+			if tt.cutCopy {
+				compacted = good[:len(good)/2]
+			}
+			if err := os.WriteFile(path+CompactedSuffix, compacted, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			if tt.held {
@@ -155,8 +161,8 @@ func TestFinishCompaction(t *testing.T) {
 				overwrite(t, path, make([]byte, 3*4096), 0)
 			}
 			fi, _ := os.Stat(path)
-			if err := FinishCompaction(path); err != nil {
-				t.Fatal(err)
+			if err := FinishCompaction(path); tt.cutCopy != IsDamaged(err) || (!tt.cutCopy && err != nil) {
+				t.Fatalf("FinishCompaction: %v (damaged %v), want damaged %v", err, IsDamaged(err), tt.cutCopy)
 			}
 			_, leftErr := os.Stat(path + CompactedSuffix)
 			if !tt.finishes {
@@ -184,38 +190,76 @@ func TestFinishCompaction(t *testing.T) {
 	}
 }
 
-// TestRewrite: after a forget the closed vc.db is copied into a fresh
-// file: a deleted value's bytes, which a free page kept, are gone.
-func TestRewrite(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "vc.db")
-	want := fill(t, path, 2000, 300, 0.5, 1)
-	secret := []byte("a forgotten message")
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
+// TestScrubAndRewrite: after a forget no free page may keep a deleted
+// value's bytes. Scrub compacts the open file in place, keeping its inode
+// (so a process waiting for its lock gets this file), even when that
+// saves nothing; Rewrite copies the closed file into a fresh one.
+func TestScrubAndRewrite(t *testing.T) {
+	tests := []struct {
+		name string
+		// keepEvery: 1 deletes nothing but the value, so that the
+		// compaction saves almost nothing.
+		keepEvery int
+		scrub     bool
+	}{
+		{"scrub, little to save", 1, true},
+		{"scrub, mostly free", 10, true},
+		{"rewrite", 1, false},
 	}
-	for _, put := range []bool{true, false} {
-		if err := db.Update(func(tx *bolt.Tx) error {
-			if put {
-				return tx.Bucket([]byte("b")).Put([]byte("secret"), secret)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.scrub && !CompactsInPlace {
+				t.Skip("no flock: vc.db is not compacted in place here")
 			}
-			return tx.Bucket([]byte("b")).Delete([]byte("secret"))
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if data, err := os.ReadFile(path); err != nil || !bytes.Contains(data, secret) {
-		t.Fatalf("setup: the deleted value is not in a free page (%v)", err)
-	}
-	if err := Rewrite(path); err != nil {
-		t.Fatal(err)
-	}
-	noCompactionLeftovers(t, path)
-	sameContents(t, contents(t, path), want)
-	if data, err := os.ReadFile(path); err != nil || bytes.Contains(data, secret) {
-		t.Errorf("the rewritten file still holds the deleted value (%v)", err)
+			path := filepath.Join(t.TempDir(), "vc.db")
+			want := fill(t, path, 2000, 300, 0.5, tt.keepEvery)
+			secret := []byte("a forgotten message")
+			db, err := Open(path, &bolt.Options{Timeout: time.Second}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, put := range []bool{true, false} {
+				if err := db.Update(func(tx *bolt.Tx) error {
+					if put {
+						return tx.Bucket([]byte("b")).Put([]byte("secret"), secret)
+					}
+					return tx.Bucket([]byte("b")).Delete([]byte("secret"))
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if data, err := os.ReadFile(path); err != nil || !bytes.Contains(data, secret) {
+				t.Fatalf("setup: the deleted value is not in a free page (%v)", err)
+			}
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.scrub {
+				if scrubbed, err := (DB{DB: db}).Scrub(); err != nil || !scrubbed {
+					t.Fatalf("Scrub: %v, %v", scrubbed, err)
+				}
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if !tt.scrub {
+				if err := Rewrite(path); err != nil {
+					t.Fatal(err)
+				}
+			}
+			noCompactionLeftovers(t, path)
+			sameContents(t, contents(t, path), want)
+			if data, err := os.ReadFile(path); err != nil || bytes.Contains(data, secret) {
+				t.Errorf("the file still holds the deleted value (%v)", err)
+			}
+			fi2, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if same := os.SameFile(fi, fi2); same != tt.scrub {
+				t.Errorf("same inode afterwards: %v, want %v", same, tt.scrub)
+			}
+		})
 	}
 }

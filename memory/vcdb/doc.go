@@ -75,8 +75,11 @@
 // Without flock(2) (Windows) there is no compaction in place
 // (CompactsInPlace).
 //
-// Rewrite, after a forget, copies a closed vc.db into a fresh file so
-// that no freed page keeps a forgotten message's bytes. The copy replaces
-// vc.db by a rename, once the store has let the file go: unlike a
-// compaction in place, it gives vc.db a new inode.
+// After a forget, no freed page may keep a forgotten message's bytes:
+// DB.Scrub compacts in place whatever that saves, while the store still
+// holds the lock, so every byte of the file is written anew and the inode
+// stays. Without compaction in place, Rewrite copies the closed file into
+// a fresh one renamed over it (a new inode; on Windows a rename over a
+// file another process has open fails rather than leave it an unlinked
+// copy).
 package vcdb
