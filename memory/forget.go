@@ -39,8 +39,8 @@ import (
 // Bytes on disk: Bleve and bbolt keep deleted data in free pages and old
 // segment files until they are reused or merged. After a rewrite the index
 // is force-merged in the background (best effort: scorch may keep the last
-// older snapshot), and when the store closes vc.db is compacted into a
-// fresh file and the index is deleted (the next Open rebuilds it from the
+// older snapshot), and when the store closes vc.db is compacted in place,
+// every page written anew (vcdb.DB.Scrub), and the index is deleted (the next Open rebuilds it from the
 // logs in the background), so no byte of a forgotten message outlives the
 // process that forgot it. While that process runs, answers never show it.
 

@@ -111,8 +111,8 @@ type Store struct {
 	// may not write (readonly.go).
 	ro *readOnly
 
-	// purgeAtClose: something was forgotten or redacted, so Close compacts
-	// vc.db into a fresh file (bbolt keeps freed pages' old bytes) and
+	// purgeAtClose: something was forgotten or redacted, so Close scrubs
+	// vc.db (bbolt keeps freed pages' old bytes: vcdb.DB.Scrub) and
 	// deletes the index (rebuilt from the logs on the next Open).
 	purgeAtClose atomic.Bool
 	purging      atomic.Bool // an index purge is running
