@@ -140,4 +140,51 @@
 // on a case-insensitive file system. Logs named the old way ("Chat.jsonl")
 // are renamed when the store opens. (On such a file system, an old store in
 // which "Chat" and "chat" already shared one file cannot be separated.)
+//
+// # Where things are
+//
+// The package's files by responsibility (tests sit beside each file):
+//
+//   - The API: api.go (requests, results, sentinel errors), storageerr.go
+//     and storageerr_*.go (what a user is told of a failing disk or a
+//     damaged vc.db), events.go (Watch), owner.go (per-owner calls).
+//   - The store's life: store.go (Open, Close, Rebuild, the lock order),
+//     convcache.go (operations, the table of loaded conversations, the
+//     LRU, loading one), settings.go (settings changed at run time),
+//     readonly.go (a snapshot of a directory this process may not write),
+//     shared.go (logs shared through PostgreSQL), check.go (vc-mcp check).
+//   - State, derived and rebuildable: state.go (conv and vc.db's buckets),
+//     turncodec.go and blocks.go (how turns and segments are stored),
+//     decisions.go, tagvocab.go, rollupref.go, segmentref.go (the
+//     derived-decisions log's records and their replay), recovery.go (a
+//     log checked against the state at load: damage, torn tails,
+//     quarantine), reconcile.go (the index and its watermarks caught up in
+//     the background), dense.go (turn vectors), linecount.go (each turn's
+//     line tokens, cached).
+//   - The write path: normalize.go (a message validated and hashed),
+//     ingest.go (dedup, the master log append, tags, the commit),
+//     compact.go (segments and their summaries under token pressure),
+//     rollups.go and hierarchy.go (topic summaries, Layer 2), turnsums.go
+//     (per-message summaries), split.go (an over-broad tag split), aliases.go,
+//     regenerate.go, importers.go, bundle.go and store_bundle.go (import and
+//     export).
+//   - The read path: recall.go (Recall), signals.go, ranking.go, listkind.go,
+//     listnames.go (the named signals and their weights), board.go and
+//     ranked.go (scores and candidates), assemble.go (the packer inside the
+//     budget), hint.go (the topics hint), items.go, itemsapi.go and
+//     itemselect.go (context items), requests.go (the request history's
+//     records), truncref.go (references to what an answer cut), quote.go
+//     (find_quote), paging.go (expand and collapse), turns.go, status.go,
+//     view.go, usage.go, replace.go (summary replacement).
+//   - Privacy and forgetting: privacy.go (secrets redacted on the way in),
+//     scan.go (secrets already stored), forget.go (forget and redaction:
+//     logs rewritten, state and histories scrubbed), ttl.go (per-tag
+//     expiry).
+//   - Files and names: ids.go (conversation ids and their file names),
+//     writable_*.go.
+//
+// Subpackages hold what needs none of the above: masterlog, decisionlog
+// and requestlog (the three logs' files), vcdb (vc.db as a file), tokens
+// (cl100k counting), tagging, summarize, llm, scrub, markdown, modelctx,
+// bench.
 package memory
