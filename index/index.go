@@ -121,6 +121,7 @@ type Index struct {
 	onLost  func()
 	created bool // Open created the index (it was absent or empty)
 
+	throttle   *throttle // spaces scorch's retries of failed writes
 	path       string
 	batchSize  int
 	flushDelay time.Duration
@@ -154,9 +155,12 @@ func Open(path string, opts *Options) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("index: open %s: %w: %w", path, ErrCorrupt, err)
 	}
+	// Before scorch starts its goroutines: they report failures to it.
+	ix.throttle = newThrottle(path, o.Logger)
 	if fresh {
-		ix.bi, err = create(path, o.LockTimeout)
+		ix.bi, err = create(path, o.LockTimeout, ix.throttle)
 		if err != nil {
+			ix.throttle.release()
 			return nil, fmt.Errorf("index: create %s: %w", path, err)
 		}
 		o.Logger.Debug("index created", "path", path)
@@ -164,8 +168,9 @@ func Open(path string, opts *Options) (*Index, error) {
 		ix.batchFn = ix.bi.Batch
 		return ix, nil
 	}
-	ix.bi, err = openExisting(path, o.LockTimeout)
+	ix.bi, err = openExisting(path, o.LockTimeout, ix.throttle)
 	if err != nil {
+		ix.throttle.release()
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("index: open %s: %w: %w", path, ErrLocked, err)
 		}
@@ -201,12 +206,13 @@ func isAbsentOrEmpty(path string) (bool, error) {
 // (the caller rebuilds from its own log); Close persists everything.
 func runtimeConfig(lockTimeout time.Duration) map[string]any {
 	return map[string]any{
-		"unsafe_batch": true,
-		"bolt_timeout": lockTimeout.String(),
+		"unsafe_batch":           true,
+		"bolt_timeout":           lockTimeout.String(),
+		"asyncErrorCallbackName": asyncErrorCallback,
 	}
 }
 
-func create(path string, lockTimeout time.Duration) (bi bleve.Index, err error) {
+func create(path string, lockTimeout time.Duration, t *throttle) (bi bleve.Index, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
@@ -220,13 +226,20 @@ func create(path string, lockTimeout time.Duration) (bi bleve.Index, err error) 
 	b := bi.NewBatch()
 	b.SetInternal(schemaKey, []byte(schemaVersion))
 	b.SetInternal(stateKey, stateOpen)
-	if err := persist(bi, b); err != nil {
-		return nil, errors.Join(err, bi.Close())
+	if err := persist(bi, b, t); err != nil {
+		return nil, errors.Join(err, closeStopped(bi, t))
 	}
 	return bi, nil
 }
 
-func openExisting(path string, lockTimeout time.Duration) (bi bleve.Index, err error) {
+// closeStopped closes bi after ending t's waits, so that scorch's
+// goroutines, which a failed write may hold in one, stop at once.
+func closeStopped(bi bleve.Index, t *throttle) error {
+	t.stop()
+	return bi.Close()
+}
+
+func openExisting(path string, lockTimeout time.Duration, t *throttle) (bi bleve.Index, err error) {
 	// Damaged segment files are parsed here; turn a panic into an error so
 	// the caller can rebuild instead of crashing.
 	defer func() {
@@ -241,13 +254,13 @@ func openExisting(path string, lockTimeout time.Duration) (bi bleve.Index, err e
 	if err := ownerOnly(path); err != nil {
 		return nil, errors.Join(err, bi.Close())
 	}
-	if err := checkAndMarkOpen(bi); err != nil {
-		return nil, errors.Join(err, bi.Close())
+	if err := checkAndMarkOpen(bi, t); err != nil {
+		return nil, errors.Join(err, closeStopped(bi, t))
 	}
 	return bi, nil
 }
 
-func checkAndMarkOpen(bi bleve.Index) error {
+func checkAndMarkOpen(bi bleve.Index, t *throttle) error {
 	v, err := bi.GetInternal(schemaKey)
 	if err != nil {
 		return err
@@ -263,7 +276,7 @@ func checkAndMarkOpen(bi bleve.Index) error {
 	}
 	b := bi.NewBatch()
 	b.SetInternal(stateKey, stateOpen)
-	return persist(bi, b)
+	return persist(bi, b, t)
 }
 
 // newMapping declares every field explicitly; nothing is dynamic, nothing

@@ -753,7 +753,7 @@ func TestOtherSchemaIsOutdated(t *testing.T) {
 	}
 	b := bi.NewBatch()
 	b.SetInternal(schemaKey, []byte("vc-mcp-index-1"))
-	if err := persist(bi, b); err != nil {
+	if err := persist(bi, b, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := bi.Close(); err != nil {

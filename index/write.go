@@ -195,7 +195,9 @@ func (ix *Index) Close() error {
 			}
 		}
 	}
-	if cerr := ix.bi.Close(); cerr != nil {
+	cerr := closeStopped(ix.bi, ix.throttle)
+	ix.throttle.release()
+	if cerr != nil {
 		err = errors.Join(err, cerr)
 	}
 	if err != nil {
@@ -236,9 +238,14 @@ func (ix *Index) mergeAtClose() (bool, error) {
 	if segs < 2 || size > mergeAtCloseMax {
 		return false, nil
 	}
+	if ix.throttle.failing() {
+		// A merge needs room for a copy of the index, which the last
+		// writes lacked.
+		return false, errWriteFailing
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), mergeAtCloseTimeout)
 	defer cancel()
-	if err := sc.ForceMerge(ctx, &mergeplan.SingleSegmentMergePlanOptions); err != nil {
+	if err := ix.forceMerge(ctx, sc); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -280,14 +287,20 @@ const mergeAtCloseWait = 2 * time.Second
 func (ix *Index) markClosed() error {
 	b := ix.bi.NewBatch()
 	b.SetInternal(stateKey, stateClosed)
-	if err := persist(ix.bi, b); err != nil {
+	if err := persist(ix.bi, b, ix.throttle); err != nil {
 		return fmt.Errorf("mark closed: %w", err)
 	}
 	return nil
 }
 
-// persist applies b and waits until scorch has written it to disk.
-func persist(bi bleve.Index, b *bleve.Batch) error {
+// errWriteFailing: a write of the index failed while a caller waited for
+// one; scorch retries it in the background (throttle.go).
+var errWriteFailing = errors.New("writing the index failed (is the disk full?); it is retried in the background")
+
+// persist applies b and waits until scorch has written it to disk, or a
+// write fails meanwhile (t.watch).
+func persist(bi bleve.Index, b *bleve.Batch, t *throttle) error {
+	failed := t.watch()
 	done := make(chan error, 1)
 	b.SetPersistedCallback(func(err error) {
 		select {
@@ -301,8 +314,30 @@ func persist(bi bleve.Index, b *bleve.Batch) error {
 	select {
 	case err := <-done:
 		return err
+	case <-failed:
+		return errWriteFailing
 	case <-time.After(persistTimeout):
 		return fmt.Errorf("not persisted after %v", persistTimeout)
+	}
+}
+
+// forceMerge asks scorch to merge the index into one segment and waits
+// until it has, ctx is done, or a write fails meanwhile. Scorch's
+// ForceMerge honours its context only while a merge runs: a merge that
+// fails (a full disk) it retries, and waits for, until it succeeds. When
+// forceMerge returns early, scorch's merger goes on with the request in
+// the background, backoff apart, until it succeeds or the index closes.
+func (ix *Index) forceMerge(ctx context.Context, sc *scorch.Scorch) error {
+	failed := ix.throttle.watch()
+	done := make(chan error, 1)
+	go func() { done <- sc.ForceMerge(ctx, &mergeplan.SingleSegmentMergePlanOptions) }()
+	select {
+	case err := <-done:
+		return err
+	case <-failed:
+		return errWriteFailing
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -326,7 +361,7 @@ func (ix *Index) Purge(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	if err := sc.ForceMerge(ctx, &mergeplan.SingleSegmentMergePlanOptions); err != nil {
+	if err := ix.forceMerge(ctx, sc); err != nil {
 		return fmt.Errorf("index: purge: %w", err)
 	}
 	return nil
