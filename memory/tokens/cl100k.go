@@ -184,10 +184,25 @@ func (b *bpe) appendPiece(out []int, piece string) []int {
 	return out
 }
 
+// longPiece is the piece length from which merge keeps its candidate
+// pairs in a heap: the plain scan of every pair at every step is faster
+// for the short pieces of prose, and quadratic in a piece's length (a
+// 64 KB run of letters, a DNA sequence or a base-less blob, took a
+// minute).
+const longPiece = 256
+
 // merge runs byte-pair merging on piece and returns the start offsets of
 // its tokens: repeatedly join the adjacent pair whose joined bytes have the
 // lowest rank (leftmost on ties) until no joined pair is a token.
 func (b *bpe) merge(piece string, starts []int) []int {
+	if len(piece) >= longPiece {
+		return b.mergeLong(piece, starts)
+	}
+	return b.mergeShort(piece, starts)
+}
+
+// mergeShort is merge by a scan of every pair at every step.
+func (b *bpe) mergeShort(piece string, starts []int) []int {
 	starts = starts[:0]
 	for i := 0; i < len(piece); i++ {
 		starts = append(starts, i)
@@ -211,4 +226,108 @@ func (b *bpe) merge(piece string, starts []int) []int {
 		starts = append(starts[:at+1], starts[at+2:]...)
 	}
 	return starts
+}
+
+// mergeLong is merge in O(n log n) for a piece of n bytes: the same
+// merges in the same order. The parts are a linked list; every adjacent
+// pair that is a token waits in a heap ordered by rank, then by the
+// pair's start (leftmost on ties, as merge's scan). A merge changes the
+// pairs on either side of it: their new forms are pushed, and an entry
+// whose parts have changed since it was pushed is dropped when popped.
+func (b *bpe) mergeLong(piece string, starts []int) []int {
+	n := len(piece)
+	// Part i starts at byte i (parts start where a byte does, and keep
+	// their start); next[i] is the start of the part after it (n at the
+	// end), prev[i] the one before (-1 at the start); a merged-away part
+	// has next[i] == -1.
+	next := make([]int, n)
+	prev := make([]int, n)
+	for i := range n {
+		next[i], prev[i] = i+1, i-1
+	}
+	h := make(pairHeap, 0, n)
+	push := func(i int) { // the pair of part i and the next one
+		if i < 0 || next[i] >= n {
+			return
+		}
+		end := next[next[i]]
+		if r, ok := b.ranks[piece[i:end]]; ok {
+			h.push(pair{rank: r, start: i, end: end})
+		}
+	}
+	for i := 0; i+1 < n; i++ {
+		push(i)
+	}
+	for len(h) > 0 {
+		p := h.pop()
+		j := next[p.start]
+		// Stale: the left part was merged away (-1) or has grown (then j
+		// is the old end), or the right one has grown.
+		if j < 0 || j >= n || next[j] != p.end {
+			continue
+		}
+		// Join the right part j into the left one.
+		next[p.start] = next[j]
+		if next[j] < n {
+			prev[next[j]] = p.start
+		}
+		next[j] = -1
+		push(prev[p.start])
+		push(p.start)
+	}
+	starts = starts[:0]
+	for i := 0; i < n; i = next[i] {
+		starts = append(starts, i)
+	}
+	return starts
+}
+
+// pair is a candidate merge of mergeLong: the parts from start to end.
+type pair struct{ rank, start, end int }
+
+// pairHeap is a min-heap of pairs by rank, then start.
+type pairHeap []pair
+
+func (h pairHeap) less(a, b int) bool {
+	if h[a].rank != h[b].rank {
+		return h[a].rank < h[b].rank
+	}
+	return h[a].start < h[b].start
+}
+
+func (h *pairHeap) push(p pair) {
+	*h = append(*h, p)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		up := (i - 1) / 2
+		if !s.less(i, up) {
+			break
+		}
+		s[i], s[up] = s[up], s[i]
+		i = up
+	}
+}
+
+func (h *pairHeap) pop() pair {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s = s[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(s) && s.less(l, m) {
+			m = l
+		}
+		if r < len(s) && s.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
 }

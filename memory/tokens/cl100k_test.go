@@ -3,6 +3,7 @@ package tokens
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -289,4 +290,91 @@ func TestBytesWithoutRanks(t *testing.T) {
 			t.Errorf("Count(%q) = %d, want its %d bytes", tt.s, got, len(tt.s))
 		}
 	}
+}
+
+// TestMergeLongIsMerge: the heap merge of long pieces makes the same
+// tokens as the plain scan, on pieces built to tie and overlap (runs of
+// one letter, of two, DNA, repeats of words, bytes of scripts with few
+// merges), and as tiktoken-go on a few.
+func TestMergeLongIsMerge(t *testing.T) {
+	c := Cl100k()
+	if err := c.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	from := func(alphabet []string, n int) string {
+		var b strings.Builder
+		for b.Len() < n {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		return b.String()
+	}
+	pieces := map[string]string{
+		"one letter":     strings.Repeat("a", 3000),
+		"two letters":    strings.Repeat("ab", 1500),
+		"dna":            from([]string{"A", "C", "G", "T"}, 4000),
+		"dna lower":      from([]string{"a", "c", "g", "t"}, 4000),
+		"words":          from([]string{"the", "mer", "ge", "token", "ization", "x", "qu"}, 4000),
+		"hex":            from(strings.Split("0123456789abcdef", ""), 3000),
+		"cyrillic bytes": from([]string{"ж", "щ", "ю", "я", "ё"}, 3000),
+		"han":            from([]string{"語", "言", "模", "型", "記", "憶"}, 3000),
+		"just long":      from([]string{"b", "c", "d"}, longPiece),
+	}
+	// And random ones: letters of a random small alphabet, any length.
+	letters := strings.Split("aeiourstlnmkbzxyqAEOST", "")
+	for i := range 60 {
+		k := 1 + rng.IntN(6)
+		alphabet := make([]string, k)
+		for j := range alphabet {
+			alphabet[j] = letters[rng.IntN(len(letters))]
+		}
+		pieces[fmt.Sprintf("random %d", i)] = from(alphabet, longPiece+rng.IntN(1500))
+	}
+	for name, piece := range pieces {
+		t.Run(name, func(t *testing.T) {
+			want := c.bpe.mergeShort(piece, nil)
+			got := c.bpe.mergeLong(piece, nil)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%d bytes: heap merge gives %d tokens, the scan %d; first difference at token %d",
+					len(piece), len(got), len(want), firstDiff(got, want))
+			}
+			if len(piece) <= 3000 {
+				checkParity(t, piece)
+			}
+		})
+	}
+}
+
+func firstDiff(a, b []int) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// BenchmarkCountLongRun counts a run of DNA letters (one piece) with the
+// heap merge and with the plain scan, in the same run.
+func BenchmarkCountLongRun(b *testing.B) {
+	c := Cl100k()
+	if err := c.Err(); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var sb strings.Builder
+	for range 16 << 10 {
+		sb.WriteByte("ACGT"[rng.IntN(4)])
+	}
+	piece := sb.String()
+	b.Run("heap", func(b *testing.B) {
+		for b.Loop() {
+			c.bpe.mergeLong(piece, nil)
+		}
+	})
+	b.Run("scan", func(b *testing.B) {
+		for b.Loop() {
+			c.bpe.mergeShort(piece, nil)
+		}
+	})
 }
