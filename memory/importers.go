@@ -58,6 +58,9 @@ var slugRE = regexp.MustCompile(`[^a-z0-9]+`)
 // importID is a stable conversation id: source, title slug, and the first
 // characters of the export's id (so two chats with one title stay apart).
 func importID(source, title, id string) string {
+	// A secret in the title would name the conversation (its files, every
+	// answer): its placeholder does instead.
+	title = RedactSecrets(title)
 	slug := strings.Trim(slugRE.ReplaceAllString(strings.ToLower(title), "-"), "-")
 	if len(slug) > 60 {
 		slug = strings.TrimRight(slug[:60], "-")
@@ -139,7 +142,7 @@ func ParseChatGPT(r io.Reader) ([]ImportedConversation, error) {
 			id = c.ID
 		}
 		if c.Mapping == nil {
-			return nil, fmt.Errorf("%w: conversation %d (%q) has no \"mapping\"", ErrInvalid, i, c.Title)
+			return nil, fmt.Errorf("%w: conversation %d (%q) has no \"mapping\"", ErrInvalid, i, RedactSecrets(c.Title))
 		}
 		var path []*gptMessage
 		seen := map[string]bool{}
@@ -147,7 +150,7 @@ func ParseChatGPT(r io.Reader) ([]ImportedConversation, error) {
 			seen[node] = true
 			n, ok := c.Mapping[node]
 			if !ok {
-				return nil, fmt.Errorf("%w: conversation %d (%q): node %q is not in the mapping", ErrInvalid, i, c.Title, node)
+				return nil, fmt.Errorf("%w: conversation %d (%q): node %q is not in the mapping", ErrInvalid, i, RedactSecrets(c.Title), node)
 			}
 			if n.Message != nil {
 				path = append(path, n.Message)
@@ -157,7 +160,7 @@ func ParseChatGPT(r io.Reader) ([]ImportedConversation, error) {
 			}
 			node = *n.Parent
 		}
-		ic := ImportedConversation{ID: importID("chatgpt", c.Title, id), Title: c.Title}
+		ic := ImportedConversation{ID: importID("chatgpt", c.Title, id), Title: RedactSecrets(c.Title)}
 		for j := len(path) - 1; j >= 0; j-- {
 			m := path[j]
 			role := m.Author.Role
@@ -242,7 +245,7 @@ func ParseClaude(r io.Reader) ([]ImportedConversation, error) {
 	}
 	out := make([]ImportedConversation, 0, len(raw))
 	for i, c := range raw {
-		ic := ImportedConversation{ID: importID("claude", c.Name, c.UUID), Title: c.Name}
+		ic := ImportedConversation{ID: importID("claude", c.Name, c.UUID), Title: RedactSecrets(c.Name)}
 		for j, m := range c.Messages {
 			var role string
 			switch m.Sender {

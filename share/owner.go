@@ -21,6 +21,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/vc-mcp/vc-mcp/mcp"
+	"github.com/vc-mcp/vc-mcp/memory"
 )
 
 // DefaultIdle is how long an owner started for stdio hosts lives with no
@@ -282,7 +283,7 @@ func (o *Owner) handle(ctx context.Context, c net.Conn) {
 				h.Name, h.Version = info.Name, info.Version
 			}
 			o.mu.Unlock()
-			o.Log.Info("host connected", "session", id, "client", info.Name, "client_version", info.Version, "pid", req.PID)
+			o.Log.Info("host connected", "session", id, "client", memory.RedactSecrets(info.Name), "client_version", memory.RedactSecrets(info.Version), "pid", req.PID)
 		},
 	})
 	if err != nil && !errors.Is(err, net.ErrClosed) {
