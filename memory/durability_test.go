@@ -329,3 +329,23 @@ func TestDiskFullSaysWhatToDo(t *testing.T) {
 		t.Fatalf("after the disk full: %d turns", len(got))
 	}
 }
+
+// TestOpenWithoutTheHolderRecord: a store that cannot write holder.json
+// (a full disk; here a directory is in its place) opens and serves all
+// the same: the record only names the holding process to another one.
+func TestOpenWithoutTheHolderRecord(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	ingest(t, s, "c", []Message{msg("user", "Ana", "the harbour crane inspection moved to Friday", t0)})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, holderFile, "taken"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	res, err := s.Recall(context.Background(), RecallRequest{ConversationID: "c", Message: "When is the crane inspection?"})
+	if err != nil || !strings.Contains(res.Text, "Friday") {
+		t.Fatalf("recall without the holder record: %v, %q", err, res.Text)
+	}
+}

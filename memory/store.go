@@ -313,7 +313,10 @@ func open(ctx context.Context, opts Options, ro *readOnly) (*Store, error) {
 		return nil, err
 	}
 	if err := writeHolder(opts.Dir); err != nil {
-		return fail(err)
+		// Only what a second process is told; the lock is held all the
+		// same. A full disk must not keep the store from serving reads.
+		_ = os.Remove(filepath.Join(opts.Dir, holderFile)) // a stale one would name another process
+		opts.Logger.Warn("could not record this process in holder.json; another vc-mcp on this data directory will not be told which process holds it", "err", err)
 	}
 	if s.shared != nil {
 		if err := s.prepareShared(ctx, func() error {

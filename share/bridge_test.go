@@ -46,7 +46,7 @@ func serveOwner(t *testing.T, dir, name string) (stop func()) {
 
 func serveOwnerWith(t *testing.T, dir string, srv *mcpserver.MCPServer) (stop func()) {
 	t.Helper()
-	l, err := Listen(dir)
+	l, err := Listen(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func serveOwnerWith(t *testing.T, dir string, srv *mcpserver.MCPServer) (stop fu
 // none: an owner killed with requests in flight.
 func crashingOwner(t *testing.T, dir string, n int) (dead <-chan struct{}) {
 	t.Helper()
-	l, err := Listen(dir)
+	l, err := Listen(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,4 +490,22 @@ func TestBridgeReplaysSubscriptions(t *testing.T) {
 		break
 	}
 	bridgeIn.Close()
+}
+
+// TestOwnerServesWithoutItsSocketRecord: an owner that cannot record its
+// socket's name in the data directory (a full disk; here the record's
+// place is taken by a directory) serves all the same, and clients of the
+// directory find it where it binds (found by a hostile review: on a full
+// disk every host lost its memory, reads included).
+func TestOwnerServesWithoutItsSocketRecord(t *testing.T) {
+	dir := shortTempDir(t, "vcnr")
+	if err := os.MkdirAll(filepath.Join(socketFile(dir), "taken"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	serveOwner(t, dir, "owner")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if h, err := Status(ctx, dir); err != nil || h.PID != os.Getpid() {
+		t.Fatalf("a client of the directory: %+v, %v", h, err)
+	}
 }

@@ -31,8 +31,12 @@ const DefaultIdle = 5 * time.Minute
 // Listen binds dataDir's socket, readable and writable by the user only,
 // and records its name in the directory's socketFile, where every client
 // looks it up. Call it only while holding the data directory's lock: a
-// leftover socket of a dead owner is removed first.
-func Listen(dataDir string) (net.Listener, error) {
+// leftover socket of a dead owner is removed first. A name that cannot be
+// recorded (a full disk) is logged and the socket served all the same:
+// clients that reach the directory by this spelling find the socket where
+// it binds; only those that reach it by another one (a symbolic link) do
+// not.
+func Listen(dataDir string, log *slog.Logger) (net.Listener, error) {
 	path := ownSocketPath(dataDir)
 	// A previous owner that reached the directory by another spelling bound
 	// elsewhere. Nobody serves this directory there now (the lock says so),
@@ -60,8 +64,13 @@ func Listen(dataDir string) (net.Listener, error) {
 		return nil, fmt.Errorf("socket %s: %w", path, err)
 	}
 	if err := writeSocketFile(dataDir, absDir(path)); err != nil {
-		l.Close()
-		return nil, err
+		// A stale record would send clients elsewhere first.
+		if namedSocket(dataDir) != absDir(path) {
+			_ = os.Remove(socketFile(dataDir))
+		}
+		if log != nil {
+			log.Warn("serving without recording the socket's name in the data directory; hosts that reach it through another path (a symbolic link) will not find this server", "socket", path, "err", err)
+		}
 	}
 	return l, nil
 }

@@ -148,7 +148,7 @@ func runOwner(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("open %s: %w", cfg.DataDir, err)
 	}
-	l, err := share.Listen(cfg.DataDir)
+	l, err := share.Listen(cfg.DataDir, log)
 	if err != nil {
 		store.Close()
 		return err

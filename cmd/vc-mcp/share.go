@@ -69,7 +69,7 @@ const handOverTimeout = 30 * time.Second
 // serveSocket makes this `serve --http` the data directory's shared server
 // for stdio hosts too. A failure only costs the sharing, not HTTP.
 func serveSocket(ctx context.Context, srv *mcpserver.MCPServer, cfg settings, addr string, log *slog.Logger) (stop func()) {
-	l, err := share.Listen(cfg.DataDir)
+	l, err := share.Listen(cfg.DataDir, log)
 	if err != nil {
 		log.Warn("stdio hosts cannot share this server", "err", err)
 		return func() {}
