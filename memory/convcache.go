@@ -129,7 +129,9 @@ func (s *Store) begin(ctx context.Context, kind opKind) (context.Context, func()
 func (s *Store) conversation(ctx context.Context, id string, create bool) (*conv, error) {
 	c, err := s.conversationShared(ctx, id, create)
 	if err != nil {
-		return nil, err
+		// A load may write (a tail to replay, a repair): a full disk is
+		// the user's to act on, whichever operation asked.
+		return nil, s.storageError(err, "this call did nothing; what is stored is intact")
 	}
 	if err := checkOwner(ctx, c); err != nil { // owner.go
 		return nil, err

@@ -330,6 +330,51 @@ func TestDiskFullSaysWhatToDo(t *testing.T) {
 	}
 }
 
+// TestDiskFullAfterAFailedCommit: a full disk that fails a commit after
+// the master log took the messages (here the decisions log's append) leaves
+// the log ahead of the state; the next write repairs that first, and when
+// the disk is still full its error must say so too, not be a bare fault
+// (found by a hostile review: "internal error" on a full tmpfs, for writes
+// and forgets alike).
+func TestDiskFullAfterAFailedCommit(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	ingest(t, s, "c", chat(10, t0))
+	files.WriteHook = func(path string) error {
+		if strings.Contains(path, decisionsDir) {
+			return syscall.ENOSPC
+		}
+		return nil
+	}
+	t.Cleanup(func() { files.WriteHook = nil })
+	_, err := s.Ingest(context.Background(), IngestRequest{ConversationID: "c", Messages: []Message{msg("user", "Ana", "kept in the log", t0.Add(time.Hour))}})
+	if !errors.Is(err, ErrStorage) || !strings.Contains(err.Error(), "saved in the master log") {
+		t.Fatalf("first write: %v, want a StorageError saying the messages are in the master log", err)
+	}
+	for _, op := range []struct {
+		name string
+		call func() error
+	}{
+		{"ingest", func() error {
+			_, err := s.Ingest(context.Background(), IngestRequest{ConversationID: "c", Messages: []Message{msg("user", "Ana", "a second try", t0.Add(2*time.Hour))}})
+			return err
+		}},
+		{"forget", func() error {
+			_, err := s.Forget(context.Background(), ForgetRequest{ConversationID: "c", TurnIDs: []string{"t2"}})
+			return err
+		}},
+	} {
+		if err := op.call(); !errors.Is(err, ErrStorage) || !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "disk full") {
+			t.Errorf("%s while the log is ahead and the disk full: %v, want the disk-full StorageError", op.name, err)
+		}
+	}
+	files.WriteHook = nil
+	ingest(t, s, "c", []Message{msg("user", "Ana", "space is back", t0.Add(3*time.Hour))})
+	if got := readable(t, s, "c"); len(got) != 12 || got[11] != "kept in the log" || got[12] != "space is back" {
+		t.Fatalf("after the disk full: %d turns (%q, %q)", len(got), got[11], got[12])
+	}
+}
+
 // TestOpenWithoutTheHolderRecord: a store that cannot write holder.json
 // (a full disk; here a directory is in its place) opens and serves all
 // the same: the record only names the holding process to another one.

@@ -381,7 +381,7 @@ func (s *Store) commitRewrite(ctx context.Context, c *conv, edits map[int]*maste
 		err := s.reconcileLog(ctx, c)
 		rl.unlock()
 		if err != nil {
-			return err
+			return s.storageError(err, "nothing was forgotten")
 		}
 	}
 	tomb := &forgetRec{Reason: reason, Dropped: p.dropped}

@@ -69,7 +69,7 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 		c.mu.Unlock()
 		if err != nil {
 			c.wmu.Unlock()
-			return res, err
+			return res, s.storageError(err, "nothing was stored")
 		}
 	}
 	// Another call may have stored turns meanwhile: align again, and tag
