@@ -10,8 +10,9 @@ import (
 const maxConversationIDLen = 128
 
 // ValidateConversationID checks a conversation id: 1-128 characters of
-// [A-Za-z0-9._:-], not "." or "..". Ids name files, so anything that could
-// escape the data directory is refused.
+// [A-Za-z0-9._:-], not "." or "..", whose file name (fileName) fits a
+// file system's 255 bytes. Ids name files, so anything that could escape
+// the data directory is refused.
 func ValidateConversationID(id string) error {
 	if id == "" {
 		return fmt.Errorf("%w: conversation_id must not be empty", ErrInvalid)
@@ -22,15 +23,28 @@ func ValidateConversationID(id string) error {
 	if id == "." || id == ".." {
 		return fmt.Errorf("%w: conversation_id %q is reserved", ErrInvalid, id)
 	}
+	escaped := 0
 	for i := 0; i < len(id); i++ {
 		c := id[i]
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-'
 		if !ok {
 			return fmt.Errorf("%w: conversation_id may contain only letters, digits and . _ : - (found %q at position %d)", ErrInvalid, rune(c), i+1)
 		}
+		if c == ':' || c >= 'A' && c <= 'Z' {
+			escaped++
+		}
+	}
+	if n := len(id) + 2*escaped; n > maxFileNameLen {
+		return fmt.Errorf("%w: conversation_id %q is too long for a file name: each of its %d upper-case letters and colons is written as 3 characters in its files' names, %d in all, and the limit is %d; use fewer of them or a shorter id",
+			ErrInvalid, clip(id, 40), escaped, n, maxFileNameLen)
 	}
 	return nil
 }
+
+// maxFileNameLen bounds fileName(id): with the longest extension of a
+// master log (.jsonl) the name stays within the 255 bytes file systems
+// allow. An id over it could never be stored (its log could not be made).
+const maxFileNameLen = 255 - len(logExt)
 
 // turnID renders a turn's id within its conversation: "t" + sequence number.
 func turnID(seq int) string { return "t" + strconv.Itoa(seq) }

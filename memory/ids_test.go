@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,27 @@ func TestFileNamesAreCaseSafe(t *testing.T) {
 				t.Fatalf("a case-folding file system would turn %q into id %q", tt.id, got)
 			}
 		})
+	}
+}
+
+// TestLongEscapedIDs: an id whose file name would pass 255 bytes (each
+// upper-case letter and colon is written as 3 characters) is refused with
+// what to change, where it used to reach the file system and fail as a
+// fault (found by a hostile review); the longest that fits is stored.
+func TestLongEscapedIDs(t *testing.T) {
+	s := openTest(t, Options{})
+	fits := strings.Repeat("A", (maxFileNameLen-1)/3) + "b" // 83 capitals: 250 bytes
+	over := strings.Repeat("A", 84)
+	if len(fileName(fits)) > maxFileNameLen || len(fileName(over)) <= maxFileNameLen {
+		t.Fatalf("setup: %d and %d bytes against %d", len(fileName(fits)), len(fileName(over)), maxFileNameLen)
+	}
+	ingest(t, s, fits, chat(2, t0))
+	_, err := s.Ingest(context.Background(), IngestRequest{ConversationID: over, Messages: chat(2, t0)})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "too long for a file name") {
+		t.Fatalf("an id of 84 capitals: %v, want ErrInvalid saying its file name is too long", err)
+	}
+	if _, err := s.FindQuote(context.Background(), FindQuoteRequest{ConversationID: over, Query: "x"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("find_quote with it: %v, want ErrInvalid", err)
 	}
 }
 
