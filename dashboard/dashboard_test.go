@@ -136,11 +136,14 @@ func TestLoopbackOnly(t *testing.T) {
 }
 
 // TestExports: the session export and the raw bodies hold what went
-// through, and never the credential.
+// through, and never the credential, nor a secret pasted in a message
+// (the bodies used to show it raw: a hostile review).
 func TestExports(t *testing.T) {
 	s := newSite(t)
-	s.ask(t, "The harbour gate code is 8812.")
-	s.ask(t, "The harbour gate code is 8812.", "Noted.", "What is the harbour gate code?")
+	pasted := "sk-proj-" + strings.Repeat("Qw3rTy9Ui0", 5)
+	first := "The harbour gate code is 8812. My key is " + pasted + " for the gate app."
+	s.ask(t, first)
+	s.ask(t, first, "Noted.", "What is the harbour gate code?")
 	status, body := get(t, s.base+"/dashboard/api/export", nil)
 	if status != 200 {
 		t.Fatalf("export: %d %s", status, body)
@@ -161,6 +164,10 @@ func TestExports(t *testing.T) {
 	}
 	if strings.Contains(body+bodies, "sk-ant-secret-key") {
 		t.Fatal("a credential reached the dashboard")
+	}
+	_, snap := get(t, s.base+"/dashboard/api/snapshot", nil)
+	if strings.Contains(body+bodies+snap, pasted) || !strings.Contains(bodies, "[secret:openai-key]") {
+		t.Fatal("a pasted secret reached the dashboard, or its placeholder is not in the bodies")
 	}
 }
 

@@ -68,6 +68,13 @@ func redactedID(id string) string {
 	return "redacted-" + hex.EncodeToString(sum[:16])
 }
 
+// RedactSecretsJSON is RedactSecrets for a JSON value: every string in
+// it (a request body an adapter keeps to show).
+func RedactSecretsJSON(raw []byte) []byte {
+	out, _ := defaultScrubber().JSON(raw)
+	return out
+}
+
 // RedactSecrets replaces the secrets in s by typed placeholders with the
 // built-in rules, for text an adapter logs or keeps outside a store (a
 // client's name): Options.Scrubber covers what a store stores.

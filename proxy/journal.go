@@ -169,7 +169,9 @@ func (j *Journal) add(r Record, body []byte) int64 {
 		j.records = j.records[len(j.records)-j.limit:]
 	}
 	if json.Valid(body) {
-		kept := append(json.RawMessage(nil), body...)
+		// Shown on the dashboard: with the secrets the store would not keep
+		// redacted as it would (the rules, not a configured scrubber).
+		kept := append(json.RawMessage(nil), memory.RedactSecretsJSON(body)...)
 		if len(body) > maxKeptBody {
 			kept, _ = json.Marshal(fmt.Sprintf("(a body of %d bytes: over the %d kept)", len(body), maxKeptBody))
 		}
