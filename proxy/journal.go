@@ -169,9 +169,9 @@ func (j *Journal) add(r Record, body []byte) int64 {
 		j.records = j.records[len(j.records)-j.limit:]
 	}
 	if json.Valid(body) {
-		// Shown on the dashboard: with the secrets the store would not keep
-		// redacted as it would (the rules, not a configured scrubber).
-		kept := append(json.RawMessage(nil), memory.RedactSecretsJSON(body)...)
+		// Kept as sent; Snapshot redacts what it shows. (Redacting here
+		// cost every proxied request 0.5 ms a 17 KB body, under the lock.)
+		kept := append(json.RawMessage(nil), body...)
 		if len(body) > maxKeptBody {
 			kept, _ = json.Marshal(fmt.Sprintf("(a body of %d bytes: over the %d kept)", len(body), maxKeptBody))
 		}
@@ -254,8 +254,18 @@ func (j *Journal) Subscribe() (<-chan Event, func()) {
 	}
 }
 
-// Snapshot copies the journal, newest first.
+// Snapshot copies the journal, newest first. The bodies' secrets are
+// redacted, as the store keeps them (the built-in rules, not a configured
+// scrubber), after the lock is let go.
 func (j *Journal) Snapshot() Snapshot {
+	s := j.snapshot()
+	for i := range s.Bodies {
+		s.Bodies[i].Body = memory.RedactSecretsJSON(s.Bodies[i].Body)
+	}
+	return s
+}
+
+func (j *Journal) snapshot() Snapshot {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	s := Snapshot{Records: make([]Record, 0, len(j.records)), Bodies: make([]RawBody, 0, len(j.bodies))}
