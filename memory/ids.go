@@ -30,7 +30,7 @@ func ValidateConversationID(id string) error {
 		if !ok {
 			return fmt.Errorf("%w: conversation_id may contain only letters, digits and . _ : - (found %q at position %d)", ErrInvalid, rune(c), i+1)
 		}
-		if c == ':' || c >= 'A' && c <= 'Z' {
+		if escapedInName(c) {
 			escaped++
 		}
 	}
@@ -59,7 +59,7 @@ func fileName(conv string) string {
 	var b strings.Builder
 	for i := 0; i < len(conv); i++ {
 		c := conv[i]
-		if c == ':' || c >= 'A' && c <= 'Z' {
+		if escapedInName(c) {
 			fmt.Fprintf(&b, "%%%02X", c)
 			continue
 		}
@@ -67,6 +67,10 @@ func fileName(conv string) string {
 	}
 	return b.String()
 }
+
+// escapedInName says whether fileName writes byte c of an id as %XX
+// (three bytes).
+func escapedInName(c byte) bool { return c == ':' || c >= 'A' && c <= 'Z' }
 
 // idFromFileName reverses fileName (hex digits in either case). Names from
 // before upper-case letters were escaped ("Chat") read as themselves.
