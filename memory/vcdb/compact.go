@@ -74,21 +74,12 @@ func compactInPlace(db *bolt.DB, always bool) (bool, error) {
 		return false, nil
 	}
 	tmp, ready := path+CompactingSuffix, path+CompactedSuffix
-	_ = os.Remove(tmp)
-	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: time.Second})
+	size, err := compactInto(tmp, db)
 	if err != nil {
-		return false, fmt.Errorf("compact vc.db: %w", err)
+		return false, err
 	}
-	var size int64
-	err = bolt.Compact(dst, db, 1<<20)
-	if err == nil {
-		err = dst.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })
-	}
-	if err = errors.Join(err, dst.Close()); err != nil || (size >= hwm && !always) {
+	if size >= hwm && !always {
 		_ = os.Remove(tmp)
-		if err != nil {
-			return false, fmt.Errorf("compact vc.db: %w", err)
-		}
 		return false, nil
 	}
 	if err := syncFile(tmp); err != nil {
@@ -109,6 +100,27 @@ func compactInPlace(db *bolt.DB, always bool) (bool, error) {
 		return true, fmt.Errorf("compact vc.db: %w", err)
 	}
 	return true, files.SyncDir(filepath.Dir(path))
+}
+
+// compactInto copies src's live pages into a new bbolt file at tmp (one
+// there is replaced) and returns the size of its pages; on an error tmp
+// is removed.
+func compactInto(tmp string, src *bolt.DB) (size int64, err error) {
+	_ = os.Remove(tmp)
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return 0, fmt.Errorf("compact vc.db: %w", err)
+	}
+	dst.AllocSize = growStep
+	err = bolt.Compact(dst, src, 1<<20)
+	if err == nil {
+		err = dst.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })
+	}
+	if err = errors.Join(err, dst.Close()); err != nil {
+		_ = os.Remove(tmp)
+		return 0, fmt.Errorf("compact vc.db: %w", err)
+	}
+	return size, nil
 }
 
 // dbUse returns db's high-water mark and the bytes its buckets' pages
@@ -251,20 +263,8 @@ func Rewrite(path string) error {
 	}
 	defer src.Close()
 	tmp := path + ".compact"
-	_ = os.Remove(tmp)
-	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		return fmt.Errorf("compact %s: %w", path, err)
-	}
-	dst.AllocSize = growStep
-	if err := bolt.Compact(dst, src, 1<<20); err != nil {
-		_ = dst.Close()
-		_ = os.Remove(tmp)
-		return fmt.Errorf("compact %s: %w", path, err)
-	}
-	if err := dst.Close(); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("compact %s: %w", path, err)
+	if _, err := compactInto(tmp, src); err != nil {
+		return err
 	}
 	_ = src.Close()
 	if err := os.Rename(tmp, path); err != nil {
