@@ -195,9 +195,10 @@ func (ix *Index) Close() error {
 			}
 		}
 	}
-	cerr := closeStopped(ix.bi, ix.throttle)
+	// Released first: a wait that a failed write holds scorch's
+	// goroutines in ends, and they stop with the index.
 	ix.throttle.release()
-	if cerr != nil {
+	if cerr := ix.bi.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
 	if err != nil {
