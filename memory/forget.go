@@ -281,9 +281,9 @@ func (s *Store) planRewrite(c *conv, edits map[int]*masterlog.Record) (rewritePl
 			if t == nil || t.Empty || edited && edit == nil {
 				continue
 			}
-			text := ""
+			text, speaker := "", t.Name
 			if edited {
-				text = edit.Content
+				text, speaker = edit.Content, edit.Name
 			} else {
 				rec, err := c.log.Read(t.Start, t.End)
 				if err != nil {
@@ -293,7 +293,7 @@ func (s *Store) planRewrite(c *conv, edits map[int]*masterlog.Record) (rewritePl
 			}
 			sp.rec.FullTokens += s.tok.Count(text)
 			kept = mergeTags(kept, t.Tags)
-			sp.turns = append(sp.turns, summarize.Turn{ID: turnID(seq), Role: t.Role, Speaker: t.Name, Time: t.When, Text: text})
+			sp.turns = append(sp.turns, summarize.Turn{ID: turnID(seq), Role: t.Role, Speaker: speaker, Time: t.When, Text: text})
 		}
 		var tags []string
 		for _, t := range sg.Tags {

@@ -155,13 +155,25 @@ func (s *Store) scanConv(ctx context.Context, c *conv, redact bool, res *ScanRes
 			addCounts(&found, secretsFound(string(rec.ToolCalls), string(calls)), false)
 			nr.ToolCalls = calls
 		}
+		// The fields beside the text, as Ingest scrubs them now
+		// (scrubMessages): the speaker's name, the tool call id (the same
+		// placeholder as in the call it answers) and the message id (a
+		// digest, so ids still tell messages apart).
+		nr.Name, _ = sc.Scrub(rec.Name)
+		addCounts(&found, secretsFound(rec.Name, nr.Name), false)
+		nr.ToolCallID, _ = sc.Scrub(rec.ToolCallID)
+		addCounts(&found, secretsFound(rec.ToolCallID, nr.ToolCallID), false)
+		if id, n := sc.Scrub(rec.ID); n > 0 {
+			addCounts(&found, secretsFound(rec.ID, id), false)
+			nr.ID = redactedID(rec.ID)
+		}
 		if len(found) == 0 {
 			continue
 		}
 		for _, rule := range sortedKeys(found) {
 			res.Findings = append(res.Findings, ScanFinding{ConversationID: c.id, TurnID: turnID(t.Seq), Where: "turn", Rule: rule, Count: found[rule]})
 		}
-		in := turnInput{Role: rec.Role, Name: rec.Name, Text: nr.Content, Raw: nr.Raw, ToolCalls: nr.ToolCalls, ToolCallID: rec.ToolCallID}
+		in := turnInput{Role: rec.Role, Name: nr.Name, Text: nr.Content, Raw: nr.Raw, ToolCalls: nr.ToolCalls, ToolCallID: nr.ToolCallID}
 		if rec.Timestamp != nil {
 			in.Timestamp, in.HasTime = *rec.Timestamp, true
 		}

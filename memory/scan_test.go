@@ -2,12 +2,14 @@ package memory
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vc-mcp/vc-mcp/memory/masterlog"
+	"github.com/vc-mcp/vc-mcp/memory/scrub"
 )
 
 // TestScanRedactsOldSecret: a secret written to the master log by a raw
@@ -106,4 +108,91 @@ func TestScanRedactsOldSecret(t *testing.T) {
 
 func logPathIn(dir, conv string) string {
 	return (&Store{opts: Options{Dir: dir}}).logPath(conv)
+}
+
+// TestScanRedactsFieldsBesideText: a secret stored before scrubbing in a
+// speaker's name, a message id or a tool call id is found by scan and
+// redacted as Ingest scrubs it now (the name and the call id hold the
+// placeholder, the message id a digest), in the log and in what was
+// derived from the turn: the segment summaries that name the speaker.
+// No byte of it is left in the data directory, and the rest of the
+// conversation is as it was.
+func TestScanRedactsFieldsBesideText(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	tok := "ghp_" + strings.Repeat("Zq7", 12)
+	aws := "AKIAZQ7XW3RT5YU2IOPL"
+	stripe := "sk_live_" + strings.Repeat("51Hx", 6)
+	opts := Options{Dir: dir, ContextWindow: 400, ProtectedTurns: 2, Scrubber: scrub.Off()}
+	s := openTest(t, opts)
+	msgs := chat(40, t0)
+	msgs[3].Name = "ana " + tok
+	msgs[5].ID = "m-" + aws
+	msgs = append(msgs,
+		Message{Role: "assistant", Content: text("looking up the rota"), ToolCalls: json.RawMessage(`[{"id":"call_` + stripe + `","type":"function","function":{"name":"rota","arguments":"{}"}}]`)},
+		Message{Role: "tool", ToolCallID: "call_" + stripe, Content: text("rota found")})
+	for i := 0; i < len(msgs); i += 6 {
+		ingest(t, s, "c", msgs[i:min(i+6, len(msgs))])
+	}
+	if st, err := s.Status(ctx, "c"); err != nil || st.Totals.Segments == 0 {
+		t.Fatalf("setup: want compaction (segment summaries naming the speaker): %+v %v", st, err)
+	}
+	n := len(msgs)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(filesContaining(t, dir, tok)) == 0 || len(filesContaining(t, dir, aws)) == 0 {
+		t.Fatal("setup: the secrets were not stored as sent")
+	}
+
+	opts.Scrubber = nil
+	s = openTest(t, opts)
+	before := turnTexts(t, s, "c", n)
+	found, err := s.Scan(ctx, ScanRequest{ConversationID: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns := map[string]bool{}
+	for _, f := range found.Findings {
+		if f.Where == "turn" {
+			turns[f.TurnID] = true
+		}
+	}
+	// The name (t4), the id (t6), the call (in tool_calls) and its result.
+	for _, id := range []string{turnID(4), turnID(6), turnID(n - 1), turnID(n)} {
+		if !turns[id] {
+			t.Errorf("scan found nothing in %s: %+v", id, found.Findings)
+		}
+	}
+	red, err := s.Scan(ctx, ScanRequest{ConversationID: "c", Redact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if red.TurnsRedacted != 4 {
+		t.Fatalf("redacted %d turns, want 4: %+v", red.TurnsRedacted, red)
+	}
+	if tr, err := s.Turn(ctx, "c", turnID(4)); err != nil || tr.Speaker != "ana [secret:github-token]" {
+		t.Errorf("speaker after redaction: %q (%v)", tr.Speaker, err)
+	}
+	if again, _ := s.Scan(ctx, ScanRequest{ConversationID: "c"}); len(again.Findings) != 0 {
+		t.Errorf("scan after redact: %+v", again.Findings)
+	}
+	// Resent, the messages are scrubbed as stored: duplicates.
+	if r := ingest(t, s, "c", msgs); r.Stored != 0 {
+		t.Errorf("the conversation resent after redaction: stored %d again", r.Stored)
+	}
+	after := turnTexts(t, s, "c", n)
+	for id, v := range before {
+		if after[id] != v {
+			t.Errorf("turn %s text changed by redacting the fields beside it: %q -> %q", id, v, after[id])
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{tok, aws, stripe} {
+		if files := filesContaining(t, dir, secret); len(files) > 0 {
+			t.Errorf("%s... is still on disk in %v", secret[:8], files)
+		}
+	}
 }

@@ -13,9 +13,10 @@ const scanUsage = `usage: vc-mcp scan [--conversation ID] [--redact] [settings f
 Runs the current secret scrubber (the scrub, scrub_allow and scrub_rules
 settings) over the stored master logs and summaries: messages stored before
 scrubbing existed, or before a rule was added. Findings are reported by rule
-and turn, never the secret. --redact rewrites each turn holding a secret with
-the placeholder ([secret:rule]) in its place, keeping the turn, and remakes
-what was derived from it (index, summaries). Every conversation is scanned
+and turn, never the secret: in the text, tool calls, speaker names, tool call
+ids and message ids. --redact rewrites each turn holding a secret with the
+placeholder ([secret:rule]) in its place (a message id: a digest of it),
+keeping the turn, and remakes what was derived from it (index, summaries). Every conversation is scanned
 unless --conversation is given. A shared server using the data directory
 pauses while it runs.
 `
