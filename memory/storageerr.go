@@ -39,21 +39,38 @@ func (s *Store) storageError(err error, outcome string) error {
 	if err == nil {
 		return nil
 	}
+	if vcdb.IsDamaged(err) || errors.Is(err, bolt.ErrDatabaseNotOpen) {
+		var se *StorageError
+		if errors.As(err, &se) {
+			return err
+		}
+		return &StorageError{Message: damagedMessage(s.dataDir(), s.ro != nil) + "; " + outcome, Err: err}
+	}
+	return FileError(err, s.dataDir(), "call", outcome)
+}
+
+// FileError is storageError for a write outside a store (a command's
+// lock file in the data directory dir): a full disk, a read-only file
+// system or a missing permission becomes a StorageError saying what to do
+// before the caller's next try ("call" again, "run" it again) and what
+// became of the request (outcome). Other errors, and StorageErrors, are
+// returned as they are.
+func FileError(err error, dir, again, outcome string) error {
+	if err == nil {
+		return nil
+	}
 	var se *StorageError
 	if errors.As(err, &se) {
 		return err
 	}
-	dir := s.dataDir()
 	var msg string
 	switch {
 	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || diskFullErrno(err):
-		msg = "disk full: free space on the disk holding " + dir + " (or raise its quota), then call again; " + outcome
+		msg = "disk full: free space on the disk holding " + dir + " (or raise its quota), then " + again + " again; " + outcome
 	case errors.Is(err, syscall.EROFS):
 		msg = "the data directory " + dir + " is on a read-only file system; " + outcome
 	case errors.Is(err, os.ErrPermission):
-		msg = "no permission to write under " + dir + "; fix its ownership or permissions, then call again; " + outcome
-	case vcdb.IsDamaged(err), errors.Is(err, bolt.ErrDatabaseNotOpen):
-		msg = damagedMessage(dir, s.ro != nil) + "; " + outcome
+		msg = "no permission to write under " + dir + "; fix its ownership or permissions, then " + again + " again; " + outcome
 	default:
 		return err
 	}

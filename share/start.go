@@ -15,6 +15,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/vc-mcp/vc-mcp/memory"
 )
 
 // Config says how to reach, and if needed start, the owner of a data
@@ -211,7 +213,9 @@ func Exclusive(ctx context.Context, dataDir, version string) (release func(), er
 		return nil, err
 	}
 	if err := os.WriteFile(holdFile(dataDir), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
-		return nil, fmt.Errorf("hold %s: %w", dataDir, err)
+		_ = os.Remove(holdFile(dataDir)) // a file left empty by a full disk
+		return nil, fmt.Errorf("take %s for this command (its lock file %s): %w", dataDir, filepath.Base(holdFile(dataDir)),
+			memory.FileError(err, dataDir, "run it", "nothing was changed"))
 	}
 	release = func() { _ = os.Remove(holdFile(dataDir)) }
 	h, err := Stop(ctx, dataDir, version)

@@ -118,3 +118,45 @@ func TestScanCLI(t *testing.T) {
 		t.Fatalf("scan after redact: %v\n%s", err, out)
 	}
 }
+
+// TestExclusiveCommandsOnAFullDisk: forget, rebuild and scan --redact take
+// the data directory for themselves by writing its lock file first; on a
+// full disk (here the lock file is a link to /dev/full, whose writes fail
+// with ENOSPC) each says so and what to do, changes nothing, and leaves no
+// lock file behind that would hold a later run.
+func TestExclusiveCommandsOnAFullDisk(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full on this system: ", err)
+	}
+	dir := t.TempDir()
+	if out, errs, err := runCLIIn(t, `[{"role":"user","content":"The boathouse key hides under the blue heron statue."}]`,
+		"compact", "-i", "-", "--data-dir", dir, "--conversation", "home"); err != nil {
+		t.Fatalf("compact: %v\n%s%s", err, out, errs)
+	}
+	hold := filepath.Join(dir, "vc-mcp.hold")
+	for _, args := range [][]string{
+		{"forget", "--conversation", "home", "--query", "blue heron", "--yes"},
+		{"rebuild"},
+		{"scan", "--redact"},
+	} {
+		if err := os.Symlink("/dev/full", hold); err != nil {
+			t.Fatal(err)
+		}
+		_, errs, err := runCLIIn(t, "", append(args, "--data-dir", dir)...)
+		if err == nil {
+			t.Fatalf("%s on a full disk succeeded", args[0])
+		}
+		for _, want := range []string{"disk full", "free space on the disk holding " + dir, "run it again", "nothing was changed"} {
+			if !strings.Contains(errs, want) {
+				t.Errorf("%s on a full disk: %q does not say %q", args[0], strings.TrimSpace(errs), want)
+			}
+		}
+		if _, err := os.Lstat(hold); !os.IsNotExist(err) {
+			t.Fatalf("%s left its lock file: %v", args[0], err)
+		}
+	}
+	out, errs, err := runCLIIn(t, "", "forget", "--data-dir", dir, "--conversation", "home", "--query", "blue heron", "--dry-run")
+	if err != nil || !strings.Contains(out, "1 turn(s) of \"home\" match") {
+		t.Fatalf("after the full disk the turn is still there: %v\n%s%s", err, out, errs)
+	}
+}
