@@ -130,7 +130,8 @@
 // vectors of the items' chunks are cached in cache/context-vectors/ (one
 // file per chunk and model, safe to delete); what each recall used is
 // appended to requests/<file>.jsonl.gz (not fsync'd, the newest 200 kept;
-// a history for people, never read back into state). Package
+// a history for people, never read back into state; requests/in-use is
+// there while a store may write them, and after a crash). Package
 // memory/requestlog reads and writes those files, and its package comment
 // describes their format; requests.go holds what is recorded.
 //

@@ -69,7 +69,18 @@ func decodeRequests(lines [][]byte) []RequestRecord {
 }
 
 // startRequestWriter starts the history writer; Close stops it.
+// The histories are marked in use first (requestlog.Begin): when the
+// last process to write them crashed, numbering resumes past the records
+// it may have numbered and not written, so no request id it gave names
+// another record.
 func (s *Store) startRequestWriter() {
+	if s.ro == nil {
+		crashed, err := requestlog.Begin(filepath.Join(s.opts.Dir, requestsDir))
+		if err != nil {
+			s.log.Warn("request ids given before a crash may be given again", "err", err)
+		}
+		s.reqAfterCrash, s.reqMarked = crashed, err == nil
+	}
 	s.reqw = requestlog.StartWriter(func(err error) {
 		s.log.Warn("recording the request context failed; the recall was unaffected", "err", err)
 	})
@@ -83,12 +94,21 @@ func (s *Store) stopRequestWriter() {
 		s.reqw.Stop()
 		s.reqw = nil
 	}
+	written := true
 	s.reqs.Range(func(id, v any) bool {
 		if err := v.(*requestlog.History).Flush(); err != nil {
 			s.log.Warn("writing the request history at close failed; records it could not write are lost", "conversation", id, "err", err)
+			written = false
 		}
 		return true
 	})
+	// Records numbered and not written keep the mark: the next start
+	// numbers past them, as after a crash.
+	if s.reqMarked && written {
+		if err := requestlog.End(filepath.Join(s.opts.Dir, requestsDir)); err != nil {
+			s.log.Warn("the next start will number request records as after a crash", "err", err)
+		}
+	}
 }
 
 func (s *Store) requestsPath(id string) string {
@@ -99,7 +119,7 @@ func (s *Store) requestLog(id string) *requestlog.History {
 	if v, ok := s.reqs.Load(id); ok { // a recall's path: no allocation
 		return v.(*requestlog.History)
 	}
-	v, _ := s.reqs.LoadOrStore(id, requestlog.New(s.requestsPath(id), requestFormat))
+	v, _ := s.reqs.LoadOrStore(id, requestlog.New(s.requestsPath(id), requestFormat).Resume(s.reqAfterCrash))
 	return v.(*requestlog.History)
 }
 

@@ -69,7 +69,12 @@
 // tries. At most Retention wait, the oldest dropped first (the next error
 // says so). A record's number is given when it is queued: one dropped
 // while the disk is full leaves its number unused in the file, and
-// numbering after a restart goes on from the file's newest record.
+// numbering after a restart goes on from the file's newest record. A
+// process that writes histories marks their directory in use (Begin,
+// the file InUse) and removes the mark once all it numbered is written
+// (End); a mark found at Begin says the process before crashed, and the
+// histories it opens number Retention past their newest record (Resume),
+// so that no number that process gave out names another record.
 // Reading a history reads the queued records too, so a reader sees every
 // record a caller has numbered; rewriting one (Update, a scrub) writes
 // what is queued first, drops it when that fails (so that no record

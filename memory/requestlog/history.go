@@ -72,6 +72,9 @@ type History struct {
 	// marker.
 	mu   sync.Mutex
 	next int // seq of the next record
+	// afterCrash: numbering resumes Retention past the file's newest
+	// record (Resume).
+	afterCrash bool
 	// marked says the history's scope-all marker is known to exist.
 	marked bool
 	// queue holds the records numbered but not written yet, oldest first:
@@ -173,6 +176,9 @@ func (h *History) open() error {
 	h.ends, h.scopeAll = f.ends, f.scopeAll
 	h.mu.Lock()
 	h.next = f.lastSeq(h.format.Seq) + 1
+	if h.afterCrash {
+		h.next += Retention
+	}
 	h.loaded.Store(true)
 	h.mu.Unlock()
 	return nil

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/vc-mcp/vc-mcp/share"
+)
+
+// TestRequestIDsAfterACrash: a recall's request_id names its record in
+// the request history, which is written after the answer and not
+// fsync'd. When the shared server dies by kill -9 before its records are
+// written (here: the history is gone, as if none had been), the ids it
+// gave must not be given again to other recalls: the next server numbers
+// past them. After a clean stop numbering goes on where it was.
+func TestRequestIDsAfterACrash(t *testing.T) {
+	dir := t.TempDir()
+	s := startStdio(t, dir)
+	mustOK(t, s.c, "compact_context", map[string]any{"messages": []any{
+		msg("user", "The boathouse key hides under the blue heron statue."),
+		msg("assistant", "Noted where the boathouse key is."),
+	}})
+	recallID := func(s *stdioServer) string {
+		t.Helper()
+		var r struct {
+			RequestID string `json:"request_id"`
+		}
+		structured(t, mustOK(t, s.c, "recall_context", map[string]any{"message": "where is the boathouse key?"}), &r)
+		if r.RequestID == "" {
+			t.Fatal("recall_context gave no request_id")
+		}
+		return r.RequestID
+	}
+	given := map[string]bool{}
+	for range 3 {
+		given[recallID(s)] = true
+	}
+	st, err := share.Status(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the shared server: %v", err)
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	waitFor(t, "the killed server to be gone", func() bool { return !holderAlive(dir) })
+	if err := os.Remove(filepath.Join(dir, "requests", "default.jsonl.gz")); err != nil {
+		t.Fatalf("the request history was not written before the kill: %v", err)
+	}
+
+	s2 := startStdio(t, dir)
+	after := recallID(s2)
+	if given[after] {
+		t.Fatalf("after a crash, request id %s was given again (given before: %v)", after, given)
+	}
+	if after != "r201" {
+		t.Errorf("after a crash the first request id is %s, want r201 (Retention past the newest written record)", after)
+	}
+	next := recallID(s2)
+	s2.c.Close()
+	quiesceNow(t, dir)
+	s3 := startStdio(t, dir)
+	if got := recallID(s3); got != "r203" {
+		t.Errorf("after %s and a clean stop the next request id is %s, want r203", next, got)
+	}
+}
