@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/vc-mcp/vc-mcp/share"
@@ -42,7 +41,9 @@ func TestRequestIDsAfterACrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
+	if p, err := os.FindProcess(st.PID); err != nil {
+		t.Fatalf("find the shared server: %v", err)
+	} else if err := p.Kill(); err != nil { // SIGKILL on unix
 		t.Fatalf("kill the shared server: %v", err)
 	}
 	_ = s.cmd.Process.Kill()
