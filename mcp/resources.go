@@ -123,7 +123,10 @@ func templateArg(req mcpgo.ReadResourceRequest, name string, required bool) (str
 		v = a
 	}
 	if v == "" && required {
-		return "", fmt.Errorf("%s: %s is empty; use e.g. %s", req.Params.URI, name, strings.Replace(domainTemplate, "{tag}", "<tag from virtualcontext://domains>", 1))
+		if name == "tag" {
+			return "", fmt.Errorf("%s: invalid argument: tag is empty; use e.g. %s", req.Params.URI, strings.Replace(domainTemplate, "{tag}", "<tag from virtualcontext://domains>", 1))
+		}
+		return "", fmt.Errorf("%s: invalid argument: %s is empty", req.Params.URI, name)
 	}
 	if name == "conversation" {
 		if err := checkConversationID(v); err != nil {

@@ -104,9 +104,9 @@ func newServer(mem Memory, opts Options) (*mcpserver.MCPServer, *subscriptions) 
 	for _, r := range resources(mem, log) {
 		s.AddResource(r.Resource, r.Handler)
 	}
-	s.AddResourceTemplates(resourceTemplates(mem, log)...)
-	s.AddResourceTemplates(turnResourceTemplate(mem, log))
-	s.AddResourceTemplates(itemResourceTemplates(mem, log)...)
+	s.AddResourceTemplates(strictTemplates(resourceTemplates(mem, log)...)...)
+	s.AddResourceTemplates(strictTemplates(turnResourceTemplate(mem, log))...)
+	s.AddResourceTemplates(strictTemplates(itemResourceTemplates(mem, log)...)...)
 	for _, p := range prompts(mem, log) {
 		s.AddPrompt(p.Prompt, p.Handler)
 	}

@@ -269,6 +269,13 @@ func TestResources(t *testing.T) {
 		{"bad conversation", "virtualcontext://domains?conversation=a%2F..", "", "conversation_id: must be"},
 		{"matches nothing", "virtualcontext://nothing/here", "", "not found"},
 		{"nested path", "virtualcontext://domains/a/b", "", "not found"},
+		// mcp-go routes these to a template without filling in its
+		// variables: they were answered for the default conversation, or
+		// with a misleading "conversation is empty".
+		{"unknown query parameter", "virtualcontext://conversations/other/requests?page=2", "", `unknown query parameter "page" (this resource takes only cursor`},
+		{"parameter given twice", "virtualcontext://domains?conversation=other&conversation=other", "", `query parameter "conversation" is given 2 times`},
+		{"query on a turn", "virtualcontext://conversations/other/turns/t1?full=1", "", "not found"},
+		{"known query parameter", "virtualcontext://domains?conversation=other&cursor=", `"conversation_id": "other"`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

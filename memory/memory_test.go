@@ -195,6 +195,11 @@ func TestContentBlocksAndEmptyTurns(t *testing.T) {
 	if filepath.IsAbs(fq.Quotes[0].Ref.File) {
 		t.Errorf("ref file %q is absolute; want it relative to the data dir", fq.Quotes[0].Ref.File)
 	}
+	// So is a turn's (its resource), which named the absolute path of the
+	// data directory (found by a hostile review).
+	if turn, err := s.Turn(context.Background(), "", "t3"); err != nil || turn.Ref != fq.Quotes[0].Ref {
+		t.Errorf("turn t3's ref %+v (%v), want find_quote's %+v", turn.Ref, err, fq.Quotes[0].Ref)
+	}
 	data, err := os.ReadFile(filepath.Join(s.opts.Dir, filepath.FromSlash(fq.Quotes[0].Ref.File)))
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,11 +55,10 @@ func (s *Store) Turn(ctx context.Context, conversationID, id string) (Turn, erro
 	if err != nil {
 		return Turn{}, fmt.Errorf("read turn %s of %s: %w", id, conv, err)
 	}
-	abs, _ := filepath.Abs(c.log.Path())
 	out := Turn{
 		ConversationID: conv, TurnID: turnID(seq), Role: t.Role, Speaker: t.Name, Timestamp: t.When,
 		Text: rec.Content, Tags: nonNil(t.Tags), ToolUse: t.ToolUse, ToolResult: t.ToolResult,
-		Ref: LogRef{File: abs, Start: t.Start, End: t.End},
+		Ref: LogRef{File: s.refPath(c.log.Path()), Start: t.Start, End: t.End},
 	}
 	if t.Segment > 0 {
 		out.Segment = segmentName(t.Segment)
