@@ -54,8 +54,8 @@ func compactContextTool(mem Memory, log *slog.Logger) mcpserver.ServerTool {
 			if err != nil {
 				return nil, err
 			}
-			text := fmt.Sprintf("Stored %d message(s) in %q (%d duplicate(s), %d empty skipped); %d turns in total.",
-				res.Stored, res.ConversationID, res.Duplicates, res.Skipped, res.TotalTurns)
+			text := fmt.Sprintf("Stored %d message(s) in %q (%d duplicate(s) not stored again%s); %d turns in total.",
+				res.Stored, res.ConversationID, res.Duplicates, emptyNote(res.Skipped), res.TotalTurns)
 			if res.Redacted > 0 {
 				text += fmt.Sprintf(" Redacted %d secret(s) before storing (replaced by [secret:...] placeholders).", res.Redacted)
 			}
@@ -374,4 +374,15 @@ func clientName(ctx context.Context) string {
 		return s.GetClientInfo().Name
 	}
 	return ""
+}
+
+// emptyNote says how many of the stored messages have no text (a tool call
+// alone, an empty string): they are kept in the log, in their place, but
+// nothing in them can be searched. It once read "N empty skipped", which
+// said the opposite of what happens.
+func emptyNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d of them without text: kept in the log, not searchable", n)
 }

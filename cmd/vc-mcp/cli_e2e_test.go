@@ -77,6 +77,12 @@ func TestCLIMemoryCommands(t *testing.T) {
 	if !strings.Contains(out, "Stored 0 message(s)") || !strings.Contains(out, "4 duplicate(s)") {
 		t.Errorf("compact from stdin again: %q, want 4 duplicates", out)
 	}
+	// A message without text is stored (in its place in the log), not
+	// skipped, whatever the old wording said.
+	out = cliOK(t, env, `[{"role":"user","content":""}]`, "compact", "-i", "-", "--data-dir", dir, "--conversation", "empties")
+	if !strings.Contains(out, "Stored 1 message(s)") || !strings.Contains(out, "1 of them without text: kept in the log, not searchable") || strings.Contains(out, "skipped") {
+		t.Errorf("compact of an empty message: %q", out)
+	}
 
 	out = cliOK(t, env, "", "status", "--data-dir", dir, "--conversation", "proj")
 	for _, want := range []string{"conversation proj", "turns: 4", "store opened directly", "database"} {
