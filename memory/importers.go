@@ -2,6 +2,8 @@ package memory
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +21,10 @@ type ImportedConversation struct {
 	ID       string
 	Title    string
 	Messages []Message
+	// Problem, when set, says what of the conversation could not be read
+	// (a thread whose parent is missing from the export): the messages
+	// that could are in Messages, and an importer reports it.
+	Problem string
 }
 
 // ImportResult says what Import did.
@@ -35,6 +41,12 @@ type ImportResult struct {
 func (s *Store) Import(ctx context.Context, convs []ImportedConversation, progress Progress) (ImportResult, error) {
 	var res ImportResult
 	for i, c := range convs {
+		if len(c.Messages) == 0 { // nothing of it could be read (c.Problem)
+			if progress != nil {
+				progress(i+1, len(convs), c.ID)
+			}
+			continue
+		}
 		for lo := 0; lo < len(c.Messages); lo += maxBatchMessages {
 			hi := min(len(c.Messages), lo+maxBatchMessages)
 			r, err := s.Ingest(ctx, IngestRequest{ConversationID: c.ID, Messages: c.Messages[lo:hi]})
@@ -145,12 +157,20 @@ func ParseChatGPT(r io.Reader) ([]ImportedConversation, error) {
 			return nil, fmt.Errorf("%w: conversation %d (%q) has no \"mapping\"", ErrInvalid, i, RedactSecrets(c.Title))
 		}
 		var path []*gptMessage
+		var problem string
 		seen := map[string]bool{}
 		for node := c.CurrentNode; node != "" && !seen[node]; {
 			seen[node] = true
 			n, ok := c.Mapping[node]
 			if !ok {
-				return nil, fmt.Errorf("%w: conversation %d (%q): node %q is not in the mapping", ErrInvalid, i, RedactSecrets(c.Title), node)
+				// An export cut or edited by hand: the thread below the
+				// missing node is still worth keeping, and the other
+				// conversations are not held up by this one.
+				problem = fmt.Sprintf("node %q is not in the mapping: only the %d message(s) below it could be read", node, len(path))
+				if node == c.CurrentNode {
+					problem = fmt.Sprintf("its current_node %q is not in the mapping: nothing could be read", node)
+				}
+				break
 			}
 			if n.Message != nil {
 				path = append(path, n.Message)
@@ -160,7 +180,7 @@ func ParseChatGPT(r io.Reader) ([]ImportedConversation, error) {
 			}
 			node = *n.Parent
 		}
-		ic := ImportedConversation{ID: importID("chatgpt", c.Title, id), Title: RedactSecrets(c.Title)}
+		ic := ImportedConversation{ID: importID("chatgpt", c.Title, id), Title: RedactSecrets(c.Title), Problem: problem}
 		for j := len(path) - 1; j >= 0; j-- {
 			m := path[j]
 			role := m.Author.Role
@@ -181,11 +201,39 @@ func ParseChatGPT(r io.Reader) ([]ImportedConversation, error) {
 			}
 			ic.Messages = append(ic.Messages, msg)
 		}
-		if len(ic.Messages) > 0 {
+		if len(ic.Messages) > 0 || problem != "" {
 			out = append(out, ic)
 		}
 	}
-	return out, nil
+	return distinctIDs(out), nil
+}
+
+// distinctIDs gives each conversation of one export its own id. importID
+// keeps only a title slug and 8 characters of the export's id, so two
+// chats with one title whose ids begin alike, or two untitled ones
+// without ids, had the same one and were merged into one conversation
+// (while the import counted two). The first keeps its id (an earlier
+// import stored it under that one); each later one gets a digest of its
+// export id, title and messages after it, the same on every re-run.
+func distinctIDs(convs []ImportedConversation) []ImportedConversation {
+	seen := make(map[string]bool, len(convs))
+	for i := range convs {
+		c := &convs[i]
+		if seen[c.ID] {
+			h := sha256.New()
+			fmt.Fprintf(h, "%s\x00%s\x00", c.ID, c.Title)
+			for _, m := range c.Messages {
+				fmt.Fprintf(h, "%s\x00%s\x00%s\x00", m.Role, m.Content, m.Timestamp)
+			}
+			base := c.ID
+			for n := 0; seen[c.ID]; n++ {
+				fmt.Fprintf(h, "%d", n) // identical twins still part
+				c.ID = base + "-" + hex.EncodeToString(h.Sum(nil))[:8]
+			}
+		}
+		seen[c.ID] = true
+	}
+	return convs
 }
 
 // gptText is a message's readable text: string parts (images and other
@@ -254,7 +302,7 @@ func ParseClaude(r io.Reader) ([]ImportedConversation, error) {
 			case "assistant":
 				role = "assistant"
 			default:
-				return nil, fmt.Errorf("%w: conversation %d (%q) message %d: sender %q is neither human nor assistant", ErrInvalid, i, c.Name, j, m.Sender)
+				return nil, fmt.Errorf("%w: conversation %d (%q) message %d: sender %q is neither human nor assistant", ErrInvalid, i, RedactSecrets(c.Name), j, m.Sender)
 			}
 			var parts []string
 			for _, b := range m.Content {
@@ -271,7 +319,7 @@ func ParseClaude(r io.Reader) ([]ImportedConversation, error) {
 			}
 			when, err := parseExportTime(m.CreatedAt, c.CreatedAt)
 			if err != nil {
-				return nil, fmt.Errorf("%w: conversation %d (%q) message %d: %v", ErrInvalid, i, c.Name, j, err)
+				return nil, fmt.Errorf("%w: conversation %d (%q) message %d: %v", ErrInvalid, i, RedactSecrets(c.Name), j, err)
 			}
 			ic.Messages = append(ic.Messages, textMessage(role, text, when))
 		}
@@ -279,7 +327,7 @@ func ParseClaude(r io.Reader) ([]ImportedConversation, error) {
 			out = append(out, ic)
 		}
 	}
-	return out, nil
+	return distinctIDs(out), nil
 }
 
 func parseExportTime(s, fallback string) (time.Time, error) {

@@ -1,7 +1,9 @@
 package memory
 
 import (
+	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -90,7 +92,6 @@ func TestParseBadExports(t *testing.T) {
 		want     string
 	}{
 		{"chatgpt not an array", `{"a":1}`, func(s string) error { _, err := ParseChatGPT(strings.NewReader(s)); return err }, "ChatGPT conversations.json"},
-		{"chatgpt dangling node", `[{"title":"x","current_node":"n","mapping":{}}]`, func(s string) error { _, err := ParseChatGPT(strings.NewReader(s)); return err }, "not in the mapping"},
 		{"claude bad sender", `[{"uuid":"u","name":"x","chat_messages":[{"sender":"robot","text":"hi"}]}]`, func(s string) error { _, err := ParseClaude(strings.NewReader(s)); return err }, "neither human nor assistant"},
 		{"claude bad time", `[{"uuid":"u","name":"x","chat_messages":[{"sender":"human","text":"hi","created_at":"yesterday"}]}]`, func(s string) error { _, err := ParseClaude(strings.NewReader(s)); return err }, "RFC 3339"},
 	}
@@ -132,5 +133,87 @@ func TestImportIdempotent(t *testing.T) {
 	}
 	if len(list) != 4 {
 		t.Errorf("conversations: got %d, want 4", len(list))
+	}
+}
+
+// gptChat is a one-thread ChatGPT conversation: messages n1..nk, each the
+// child of the one before; missing names a parent left out of the mapping.
+func gptChat(title, id string, texts ...string) string {
+	var nodes []string
+	parent := "null"
+	for i, text := range texts {
+		node := fmt.Sprintf("%s-n%d", id, i+1)
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		nodes = append(nodes, fmt.Sprintf(`%q:{"id":%q,"parent":%s,"message":{"id":%q,"author":{"role":%q},"create_time":%d,"content":{"content_type":"text","parts":[%q]}}}`,
+			node, node, parent, node, role, 1700000000+i, text))
+		parent = strconv.Quote(node)
+	}
+	return fmt.Sprintf(`{"title":%q,"conversation_id":%q,"current_node":%s,"mapping":{%s}}`, title, id, parent, strings.Join(nodes, ","))
+}
+
+// TestChatGPTExportQuirks: two chats with one title whose ids begin alike,
+// and two untitled ones without ids, are four conversations (they were
+// merged into two while the import counted four), with ids that are the
+// same on every parse; a conversation whose thread points at a node the
+// export lacks keeps what could be read and says what could not, and one
+// whose current node is missing is reported, without stopping the import
+// of the others (both stopped it).
+func TestChatGPTExportQuirks(t *testing.T) {
+	broken := gptChat("Cut short", "cut-1", "the top of the thread", "an answer", "the bottom of the thread")
+	broken = strings.Replace(broken, `"parent":"cut-1-n1"`, `"parent":"gone-node"`, 1)
+	export := "[" + strings.Join([]string{
+		gptChat("Trip", "abcdef12-0001", "the ferry to Hydra leaves at nine"),
+		gptChat("Trip", "abcdef12-0002", "the museum opens at ten"),
+		gptChat("", "", "an untitled chat about sourdough"),
+		gptChat("", "", "another untitled chat about kombucha"),
+		broken,
+		`{"title":"Lost","conversation_id":"lost-1","current_node":"nowhere","mapping":{}}`,
+	}, ",") + "]"
+	parse := func() []ImportedConversation {
+		convs, err := ParseChatGPT(strings.NewReader(export))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return convs
+	}
+	convs := parse()
+	if len(convs) != 6 {
+		t.Fatalf("parsed %d conversations, want 6", len(convs))
+	}
+	ids := map[string]bool{}
+	for i, c := range convs {
+		if ids[c.ID] {
+			t.Errorf("conversation %d has the id %q of an earlier one", i, c.ID)
+		}
+		ids[c.ID] = true
+		if again := parse()[i].ID; again != c.ID {
+			t.Errorf("conversation %d: id %q, then %q on a second parse", i, c.ID, again)
+		}
+	}
+	if convs[0].ID != "chatgpt:trip-abcdef12" || convs[2].ID != "chatgpt:untitled" {
+		t.Errorf("the first of each name keeps its id: %q, %q", convs[0].ID, convs[2].ID)
+	}
+	cut := convs[4]
+	if len(cut.Messages) != 2 || !strings.Contains(cut.Problem, `node "gone-node" is not in the mapping: only the 2 message(s) below it`) {
+		t.Errorf("cut thread: %d messages, problem %q", len(cut.Messages), cut.Problem)
+	}
+	if lost := convs[5]; len(lost.Messages) != 0 || !strings.Contains(lost.Problem, `current_node "nowhere" is not in the mapping`) {
+		t.Errorf("lost conversation: %d messages, problem %q", len(lost.Messages), lost.Problem)
+	}
+
+	s := openTest(t, Options{})
+	res, err := s.Import(t.Context(), convs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Conversations != 5 || res.Stored != 6 {
+		t.Errorf("import: %+v, want 5 conversations (the lost one has nothing) and 6 messages", res)
+	}
+	list, err := s.Conversations(t.Context())
+	if err != nil || len(list) != 5 {
+		t.Errorf("stored conversations: %d (%v), want 5 as counted", len(list), err)
 	}
 }

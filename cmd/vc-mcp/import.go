@@ -114,6 +114,11 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		progressbar.OptionOnCompletion(func() { fmt.Fprintln(stderr) }),
 	)
 	res, err := store.Import(ctx, convs, func(done, _ int, _ string) { bar.Set(done) })
+	for _, c := range convs {
+		if c.Problem != "" {
+			fmt.Fprintf(stderr, "vc-mcp: import: %s (%q): %s\n", c.ID, c.Title, c.Problem)
+		}
+	}
 	if cerr := store.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close %s: %w", cfg.DataDir, cerr))
 	}
