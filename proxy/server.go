@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vc-mcp/vc-mcp/internal/hostguard"
 	"github.com/vc-mcp/vc-mcp/memory"
 )
 
@@ -138,6 +139,14 @@ type plan struct {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The same policy as /mcp: a web page (DNS rebinding, or a form posting
+	// text/plain, which needs no CORS preflight) would otherwise read and
+	// write the memory of a conversation it names, with the user's key.
+	if why := hostguard.Refusal(r, s.opts.AllowedOrigins); why != "" {
+		s.opts.Log.Warn("proxy: request refused", "instance", s.opts.Label, "path", r.URL.Path, "why", why)
+		proxyError(w, http.StatusForbidden, why)
+		return
+	}
 	start := time.Now()
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
@@ -618,9 +627,15 @@ func copyFlushing(w http.ResponseWriter, src io.Reader, keep *bytes.Buffer) erro
 }
 
 func upstreamError(w http.ResponseWriter, err error) {
+	proxyError(w, http.StatusBadGateway, "upstream unreachable: "+err.Error())
+}
+
+// proxyError answers with the proxy's own error, in the shape the SDKs
+// read a message from.
+func proxyError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadGateway)
-	fmt.Fprintf(w, `{"error":{"type":"proxy_error","message":%q}}`, "vc-mcp proxy: upstream unreachable: "+err.Error())
+	w.WriteHeader(code)
+	_, _ = w.Write(mustJSON(map[string]any{"error": map[string]string{"type": "proxy_error", "message": "vc-mcp proxy: " + msg}}))
 }
 
 // exchange sends the plan upstream, answers paging calls, and writes the
