@@ -57,6 +57,50 @@ type session struct {
 	// turns are the stored turn ids of each unit, by unitKey (for the
 	// references to dropped history); guarded by Server.mu.
 	turns map[[16]byte][]string
+	// pending counts the background stores queued or running, and settled
+	// is closed when it drops to zero (nil while none is pending); guarded
+	// by Server.mu.
+	pending int
+	settled chan struct{}
+}
+
+// storeWait bounds how long a paging call waits for the conversation's
+// pending stores: the exchange just answered is what it most often asks
+// about.
+const storeWait = 5 * time.Second
+
+// waitStored waits until the session's background stores are done, at most
+// limit (or until ctx ends): the next request's recall and paging calls must
+// see the exchange answered just before it. Past limit they go on with what
+// memory holds.
+func (s *Server) waitStored(ctx context.Context, ss *session, limit time.Duration) {
+	s.mu.Lock()
+	ch := ss.settled
+	s.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// storing counts one background store of ss, started or ended (delta 1 or -1).
+func (s *Server) storing(ss *session, delta int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss.pending == 0 && delta > 0 {
+		ss.settled = make(chan struct{})
+	}
+	ss.pending += delta
+	if ss.pending == 0 {
+		close(ss.settled)
+		ss.settled = nil
+	}
 }
 
 // New checks opts and returns a proxy instance.
@@ -339,6 +383,9 @@ func (s *Server) prepare(ctx context.Context, d dialect, path string, body []byt
 				held = append(held, m.text)
 			}
 		}
+		// Half the engine's budget at most: a recall that misses the last
+		// exchange (still forwarded in the history) beats none.
+		s.waitStored(ctx, p.sess, s.opts.EngineTimeout/2)
 		res, err := s.opts.Memory.Recall(ctx, memory.RecallRequest{ConversationID: sessionID, Message: query, MaxTokens: s.opts.RecallTokens, Exclude: held, Client: p.model})
 		switch {
 		case errors.Is(err, memory.ErrNotFound):
@@ -863,6 +910,7 @@ func writeAll(w http.ResponseWriter, events [][]byte) {
 // continueWith answers a round of paging calls and appends the round to the
 // plan's history for the next request.
 func (s *Server) continueWith(ctx context.Context, p *plan, rep reply, round int, rec *Record) error {
+	s.waitStored(ctx, p.sess, storeWait)
 	answers := make([]toolAnswer, len(rep.calls))
 	for i, c := range rep.calls {
 		cctx, cancel := context.WithTimeout(ctx, s.opts.EngineTimeout)
@@ -926,9 +974,11 @@ func (s *Server) store(p *plan, rep reply, id int64) {
 	s.mu.Lock()
 	p.sess.stored = true
 	s.mu.Unlock()
+	s.storing(p.sess, 1)
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
+		defer s.storing(p.sess, -1)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		p.sess.mu.Lock()
