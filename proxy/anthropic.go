@@ -363,6 +363,12 @@ type aStream struct {
 	byIndex       map[int]*aStreamBlock
 	held          bool
 	nForward      int
+	// open counts blocks started and not stopped: the marker's block may
+	// only start when none is.
+	open int
+	// stopped: the marker's place (message_delta) is passed; ended: the
+	// message_stop came; failed: an error event came.
+	stopped, ended, failed bool
 }
 
 type aStreamBlock struct {
@@ -403,6 +409,7 @@ func (s *aStream) event(raw, data []byte) (action, []byte) {
 		b.text.WriteString(ev.ContentBlock.Text)
 		s.blocks = append(s.blocks, b)
 		s.byIndex[ev.Index] = b
+		s.open++
 		if b.typ == "tool_use" && isPagingTool(b.name) && !s.held {
 			s.held = true
 			return actHold, nil
@@ -424,11 +431,27 @@ func (s *aStream) event(raw, data []byte) (action, []byte) {
 		}
 		return actForward, s.reindex(raw, data)
 	case "content_block_stop":
+		s.open = max(0, s.open-1)
 		return actForward, s.reindex(raw, data)
 	case "message_delta":
-		return actStop, nil
+		return s.stop(), nil
+	case "message_stop":
+		s.ended = true
+		return s.stop(), nil // an upstream that sent no message_delta
+	case "error":
+		// Overloaded mid-stream, say: the SDK raises on it.
+		s.failed = true
 	}
 	return actForward, nil
+}
+
+// stop returns actStop the first time the message ends.
+func (s *aStream) stop() action {
+	if s.stopped {
+		return actForward
+	}
+	s.stopped = true
+	return actStop
 }
 
 // reindex shifts a continuation's block indexes after the blocks the
@@ -475,6 +498,10 @@ func (s *aStream) reply() reply {
 }
 
 func (s *aStream) marker(text string) []byte {
+	if s.open > 0 || s.failed {
+		// Its block would start inside another: invalid framing.
+		return nil
+	}
 	i := s.offset + s.nForward
 	var b []byte
 	b = append(b, sseEvent("content_block_start", mustJSON(map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]string{"type": "text", "text": ""}}), "\n")...)
@@ -484,3 +511,5 @@ func (s *aStream) marker(text string) []byte {
 }
 
 func (s *aStream) forwarded() int { return s.offset + s.nForward }
+
+func (s *aStream) done() bool { return s.ended && !s.failed }

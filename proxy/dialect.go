@@ -106,8 +106,13 @@ type streamer interface {
 	// to write when they differ from raw (nil: raw).
 	event(raw, data []byte) (action, []byte)
 	reply() reply
-	// marker renders the events that carry the session marker.
+	// marker renders the events that carry the session marker (nil when
+	// they cannot go where the stream is).
 	marker(text string) []byte
+	// done reports whether the upstream ended the answer as its format
+	// ends a whole one, without an error event: a stream that broke off
+	// is neither marked nor stored (the client retries it).
+	done() bool
 	// forwarded counts content blocks written to the client (Anthropic
 	// continuations renumber theirs after these).
 	forwarded() int

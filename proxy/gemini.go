@@ -249,8 +249,10 @@ func (gemini) toMemory(m message) (memory.Message, bool) {
 
 type gResponse struct {
 	Candidates []struct {
-		Content gContent `json:"content"`
+		Content      gContent `json:"content"`
+		FinishReason string   `json:"finishReason"`
 	} `json:"candidates"`
+	Error json.RawMessage `json:"error"`
 }
 
 func gReply(parts []gPart, raw json.RawMessage) reply {
@@ -377,6 +379,9 @@ type gStream struct {
 	parts []gPart
 	held  bool
 	eol   string
+	// finished: a candidate gave its finishReason; failed: an error
+	// object came instead of a chunk.
+	finished, failed bool
 }
 
 func (gemini) newStream(int, int) streamer { return &gStream{eol: "\r\n"} }
@@ -384,8 +389,17 @@ func (gemini) newStream(int, int) streamer { return &gStream{eol: "\r\n"} }
 func (s *gStream) event(raw, data []byte) (action, []byte) {
 	s.eol = eolOf(raw)
 	var r gResponse
-	if len(data) == 0 || json.Unmarshal(data, &r) != nil || len(r.Candidates) == 0 {
+	if len(data) == 0 || json.Unmarshal(data, &r) != nil {
 		return actForward, nil
+	}
+	if !isNull(r.Error) {
+		s.failed = true
+	}
+	if len(r.Candidates) == 0 {
+		return actForward, nil
+	}
+	if r.Candidates[0].FinishReason != "" {
+		s.finished = true
 	}
 	act := actForward
 	for _, p := range r.Candidates[0].Content.Parts {
@@ -431,3 +445,5 @@ func (s *gStream) marker(text string) []byte {
 }
 
 func (s *gStream) forwarded() int { return 0 }
+
+func (s *gStream) done() bool { return s.finished && !s.failed }

@@ -279,7 +279,8 @@ type oStream struct {
 	args    map[int]*strings.Builder
 	order   []int
 	held    bool
-	stopped bool
+	stopped bool // the marker's place is passed: a finish_reason or [DONE]
+	failed  bool // an error chunk came mid-stream
 	last    struct {
 		ID      string          `json:"id"`
 		Created json.RawMessage `json:"created"`
@@ -303,6 +304,7 @@ func (s *oStream) event(_, data []byte) (action, []byte) {
 		ID      string          `json:"id"`
 		Created json.RawMessage `json:"created"`
 		Model   string          `json:"model"`
+		Error   json.RawMessage `json:"error"`
 		Choices []struct {
 			Index int `json:"index"`
 			Delta struct {
@@ -313,6 +315,11 @@ func (s *oStream) event(_, data []byte) (action, []byte) {
 		} `json:"choices"`
 	}
 	if len(data) == 0 || json.Unmarshal(data, &ch) != nil {
+		return actForward, nil
+	}
+	if !isNull(ch.Error) {
+		// The API's way to fail mid-stream: the SDK raises on it.
+		s.failed = true
 		return actForward, nil
 	}
 	if ch.ID != "" {
@@ -382,3 +389,5 @@ func (s *oStream) marker(text string) []byte {
 }
 
 func (s *oStream) forwarded() int { return 0 }
+
+func (s *oStream) done() bool { return s.stopped && !s.failed }

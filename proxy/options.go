@@ -70,6 +70,10 @@ type Options struct {
 	SoftThreshold float64
 	// Tools narrows the request's tool list (seed 002); nil keeps every tool.
 	Tools *ToolPolicy
+	// AllowedOrigins are browser origins accepted besides loopback ones
+	// ("*" = any), as for /mcp: a request from a web page on another
+	// origin, or with a rebound Host, must not reach memory or the model.
+	AllowedOrigins []string
 	// Client sends upstream requests (default: a client without a timeout,
 	// since answers stream for minutes).
 	Client *http.Client

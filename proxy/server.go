@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vc-mcp/vc-mcp/internal/hostguard"
 	"github.com/vc-mcp/vc-mcp/memory"
 )
 
@@ -56,6 +57,50 @@ type session struct {
 	// turns are the stored turn ids of each unit, by unitKey (for the
 	// references to dropped history); guarded by Server.mu.
 	turns map[[16]byte][]string
+	// pending counts the background stores queued or running, and settled
+	// is closed when it drops to zero (nil while none is pending); guarded
+	// by Server.mu.
+	pending int
+	settled chan struct{}
+}
+
+// storeWait bounds how long a paging call waits for the conversation's
+// pending stores: the exchange just answered is what it most often asks
+// about.
+const storeWait = 5 * time.Second
+
+// waitStored waits until the session's background stores are done, at most
+// limit (or until ctx ends): the next request's recall and paging calls must
+// see the exchange answered just before it. Past limit they go on with what
+// memory holds.
+func (s *Server) waitStored(ctx context.Context, ss *session, limit time.Duration) {
+	s.mu.Lock()
+	ch := ss.settled
+	s.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// storing counts one background store of ss, started or ended (delta 1 or -1).
+func (s *Server) storing(ss *session, delta int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss.pending == 0 && delta > 0 {
+		ss.settled = make(chan struct{})
+	}
+	ss.pending += delta
+	if ss.pending == 0 {
+		close(ss.settled)
+		ss.settled = nil
+	}
 }
 
 // New checks opts and returns a proxy instance.
@@ -138,6 +183,14 @@ type plan struct {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The same policy as /mcp: a web page (DNS rebinding, or a form posting
+	// text/plain, which needs no CORS preflight) would otherwise read and
+	// write the memory of a conversation it names, with the user's key.
+	if why := hostguard.Refusal(r, s.opts.AllowedOrigins); why != "" {
+		s.opts.Log.Warn("proxy: request refused", "instance", s.opts.Label, "path", r.URL.Path, "why", why)
+		proxyError(w, http.StatusForbidden, why)
+		return
+	}
 	start := time.Now()
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
@@ -150,7 +203,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	d := s.detect(r, body)
 	if d == nil {
-		s.passthrough(w, r, body)
+		_, err := s.passthrough(w, r, body)
+		abortIfBroken(err)
 		return
 	}
 	rec := Record{Time: s.opts.Now(), Instance: s.opts.Label, Format: d.format(), Path: r.URL.Path}
@@ -161,11 +215,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Passthrough = err.Error()
 		s.opts.Log.Warn("proxy: forwarding unmodified", "instance", s.opts.Label, "err", err)
 		up := time.Now()
-		status := s.passthrough(w, r, body)
+		status, perr := s.passthrough(w, r, body)
 		rec.Status, rec.UpstreamMS = status, ms(time.Since(up))
 		rec.OverheadMS = ms(time.Since(start)) - rec.UpstreamMS
 		s.opts.Journal.add(rec, body)
 		s.line(rec)
+		abortIfBroken(perr)
 		return
 	}
 	var upstream time.Duration
@@ -173,14 +228,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec.Status, rec.UpstreamMS = status, ms(upstream)
 	rec.OverheadMS = ms(time.Since(start)) - rec.UpstreamMS
 	rec.ReplyChars = len(rep.text)
+	if errors.Is(err, errBroken) {
+		rec.StoreError = "not stored: " + err.Error()
+	}
 	id := s.opts.Journal.add(rec, body)
 	s.line(rec)
 	if err != nil {
 		s.opts.Log.Warn("proxy: exchange", "instance", s.opts.Label, "err", err)
+		abortIfBroken(err)
 		return
 	}
 	if status/100 == 2 {
 		s.store(p, rep, id)
+	}
+}
+
+// abortIfBroken ends the client's response without its end (no final
+// chunk), as the upstream's ended, when err is errBroken: a response that
+// ended cleanly would pass the part the client got for a whole answer.
+func abortIfBroken(err error) {
+	if errors.Is(err, errBroken) {
+		panic(http.ErrAbortHandler) // net/http closes the connection, logging nothing
 	}
 }
 
@@ -315,6 +383,9 @@ func (s *Server) prepare(ctx context.Context, d dialect, path string, body []byt
 				held = append(held, m.text)
 			}
 		}
+		// Half the engine's budget at most: a recall that misses the last
+		// exchange (still forwarded in the history) beats none.
+		s.waitStored(ctx, p.sess, s.opts.EngineTimeout/2)
 		res, err := s.opts.Memory.Recall(ctx, memory.RecallRequest{ConversationID: sessionID, Message: query, MaxTokens: s.opts.RecallTokens, Exclude: held, Client: p.model})
 		switch {
 		case errors.Is(err, memory.ErrNotFound):
@@ -557,50 +628,61 @@ func copyHeaders(w http.ResponseWriter, resp *http.Response, dropLength bool) {
 }
 
 // passthrough forwards a request as it came and its answer as it comes.
-func (s *Server) passthrough(w http.ResponseWriter, r *http.Request, body []byte) int {
+// The error is errBroken when the answer broke off after its status went
+// to the client.
+func (s *Server) passthrough(w http.ResponseWriter, r *http.Request, body []byte) (int, error) {
 	req, err := s.newRequest(r.Context(), r, body)
 	if err != nil {
 		upstreamError(w, err)
-		return http.StatusBadGateway
+		return http.StatusBadGateway, nil
 	}
 	resp, err := s.opts.Client.Do(req)
 	if err != nil {
 		upstreamError(w, err)
-		return http.StatusBadGateway
+		return http.StatusBadGateway, nil
 	}
 	defer resp.Body.Close()
 	copyHeaders(w, resp, resp.ContentLength < 0 || resp.Uncompressed)
 	w.WriteHeader(resp.StatusCode)
-	copyFlushing(w, resp.Body, nil)
-	return resp.StatusCode
+	return resp.StatusCode, copyFlushing(w, resp.Body, nil)
 }
 
 // copyFlushing copies src to w as it arrives, flushing each read; the
-// bytes are also kept in keep when it is not nil.
-func copyFlushing(w http.ResponseWriter, src io.Reader, keep *bytes.Buffer) {
+// bytes are also kept in keep when it is not nil. It returns errBroken
+// when reading src fails (the client going away is not an error here).
+func copyFlushing(w http.ResponseWriter, src io.Reader, keep *bytes.Buffer) error {
 	rc := http.NewResponseController(w)
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
-				return
+				return nil
 			}
 			_ = rc.Flush() // a writer that cannot flush still gets the bytes
 			if keep != nil {
 				keep.Write(buf[:n])
 			}
 		}
-		if err != nil {
-			return
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return fmt.Errorf("%w: %w", errBroken, err)
 		}
 	}
 }
 
 func upstreamError(w http.ResponseWriter, err error) {
+	proxyError(w, http.StatusBadGateway, "upstream unreachable: "+err.Error())
+}
+
+// proxyError answers with the proxy's own error, in the shape the SDKs
+// read a message from.
+func proxyError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadGateway)
-	fmt.Fprintf(w, `{"error":{"type":"proxy_error","message":%q}}`, "vc-mcp proxy: upstream unreachable: "+err.Error())
+	w.WriteHeader(code)
+	_, _ = w.Write(mustJSON(map[string]any{"error": map[string]string{"type": "proxy_error", "message": "vc-mcp proxy: " + msg}}))
 }
 
 // exchange sends the plan upstream, answers paging calls, and writes the
@@ -653,10 +735,17 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 			copyHeaders(w, resp, true)
 			w.WriteHeader(resp.StatusCode)
 			var kept bytes.Buffer
-			copyFlushing(w, resp.Body, &kept)
+			cerr := copyFlushing(w, resp.Body, &kept)
 			resp.Body.Close()
 			*upstream += time.Since(t0)
+			if cerr != nil {
+				return full, resp.StatusCode, cerr
+			}
 			if resp.StatusCode/100 == 2 {
+				if !json.Valid(kept.Bytes()) {
+					// Cut short: the client cannot read it either, and retries.
+					return full, resp.StatusCode, fmt.Errorf("%w: the streamed JSON answer is incomplete", errBroken)
+				}
 				full = streamedArray(p.d, kept.Bytes())
 			}
 			return full, resp.StatusCode, nil
@@ -668,6 +757,14 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 			if err != nil {
 				upstreamError(w, err)
 				return full, http.StatusBadGateway, nil
+			}
+			if !json.Valid(data) {
+				// Cut short, or not an answer: the client gets it as it came,
+				// and nothing is stored (its retry will be).
+				copyHeaders(w, resp, true)
+				w.WriteHeader(resp.StatusCode)
+				_, _ = w.Write(data)
+				return full, resp.StatusCode, errors.New("the upstream's answer is not JSON: not stored")
 			}
 			rep, perr := p.d.parseReply(data)
 			if perr == nil && p.paging && !last && onlyPaging(rep.calls) {
@@ -707,9 +804,10 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 		held = held[:0]
 		sr := bufio.NewReaderSize(resp.Body, 64<<10)
 		roundUse := usage{}
-		var werr error
+		var werr, rerr error
 		for {
-			raw, data, rerr := nextEvent(sr)
+			var raw, data []byte
+			raw, data, rerr = nextEvent(sr)
 			if len(raw) > 0 {
 				act, out := st.event(raw, data)
 				if out == nil {
@@ -751,6 +849,10 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 		if werr != nil {
 			return full, resp.StatusCode, fmt.Errorf("client went away: %w", werr)
 		}
+		if err := broken(st, rerr); err != nil {
+			// No marker, no terminal events: the client must see the failure.
+			return full, resp.StatusCode, fmt.Errorf("round %d: %w", round+1, err)
+		}
 		rep := st.reply()
 		full.text += rep.text
 		if holding && p.paging && !last && onlyPaging(rep.calls) {
@@ -768,11 +870,32 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 			// answer as the model gave it.
 			writeAll(w, held)
 		} else if !markerSent {
+			// Gemini has no event before which the marker goes: it ends the stream.
 			_, _ = w.Write(st.marker(marker)) // the client may be gone; nothing to undo
 		}
 		_ = rc.Flush()
 		return full, resp.StatusCode, nil
 	}
+}
+
+// errBroken marks an answer the upstream did not finish (the stream broke
+// off, was reset, or carried an error event). Such an exchange is not
+// stored, since the client retries it and the retry is stored, and the
+// client's connection is aborted, so its SDK raises instead of taking the
+// part it got for a whole answer.
+var errBroken = errors.New("the upstream's answer broke off")
+
+// broken says why a streamed answer is not whole (nil when it is): the
+// body ended by an error, or before the format's last event, or after an
+// error event.
+func broken(st streamer, rerr error) error {
+	switch {
+	case rerr != nil && !errors.Is(rerr, io.EOF):
+		return fmt.Errorf("%w: %w", errBroken, rerr)
+	case !st.done():
+		return fmt.Errorf("%w: the stream ended without the answer's end, or with an error event", errBroken)
+	}
+	return nil
 }
 
 func writeAll(w http.ResponseWriter, events [][]byte) {
@@ -787,6 +910,7 @@ func writeAll(w http.ResponseWriter, events [][]byte) {
 // continueWith answers a round of paging calls and appends the round to the
 // plan's history for the next request.
 func (s *Server) continueWith(ctx context.Context, p *plan, rep reply, round int, rec *Record) error {
+	s.waitStored(ctx, p.sess, storeWait)
 	answers := make([]toolAnswer, len(rep.calls))
 	for i, c := range rep.calls {
 		cctx, cancel := context.WithTimeout(ctx, s.opts.EngineTimeout)
@@ -850,9 +974,11 @@ func (s *Server) store(p *plan, rep reply, id int64) {
 	s.mu.Lock()
 	p.sess.stored = true
 	s.mu.Unlock()
+	s.storing(p.sess, 1)
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
+		defer s.storing(p.sess, -1)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		p.sess.mu.Lock()

@@ -55,6 +55,10 @@ func NewUpstream(t testing.TB, answer AnswerFunc) *Upstream {
 			// Send event by event, flushing, as a real API does.
 			rc := http.NewResponseController(w)
 			for _, ev := range SplitEvents(out) {
+				if string(ev) == Reset {
+					reset(rc)
+					return
+				}
 				w.Write(ev)
 				rc.Flush()
 			}
@@ -70,6 +74,22 @@ func NewUpstream(t testing.TB, answer AnswerFunc) *Upstream {
 	u.Start()
 	t.Cleanup(u.Close)
 	return u
+}
+
+// Reset, as an event of a streamed answer, makes the Upstream reset the
+// connection there (a TCP RST, no end of the body), as an API whose server
+// died mid-answer does.
+const Reset = "event: proxytest-reset\n\n"
+
+func reset(rc *http.ResponseController) {
+	conn, _, err := rc.Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler) // closes without the body's end, at least
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0) // close sends RST, not FIN
+	}
+	conn.Close()
 }
 
 func (u *Upstream) Requests() []Seen {
