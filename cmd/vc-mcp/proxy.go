@@ -28,7 +28,7 @@ code change. The same port serves MCP at /mcp and the dashboard at /dashboard.
 
 Proxy flags:
   --upstream URL        the API to forward to, e.g. https://api.anthropic.com
-  --listen ADDR         address to listen on (default 127.0.0.1:5757; loopback unless --allow-remote)
+  --listen ADDR         address to listen on (default 127.0.0.1:5757; loopback only)
   --format F            auto (default: detect per request), openai, anthropic or gemini
   --label L             name of this instance in the log lines and the dashboard
   --proxy-config FILE   YAML: instances (listen, upstream, label, format) and proxy settings
@@ -183,6 +183,14 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if len(extra) > 0 {
 		return fmt.Errorf("proxy: unexpected argument %q (flags start with --)", extra[0])
+	}
+	if cfg.AllowRemote {
+		// Its LLM routes put memory into any request that reaches them (the
+		// client's Authorization header is the upstream's API key, not a
+		// token of ours), and /mcp and the dashboard would be reachable
+		// without a token too: off this host, anyone could read the memory.
+		return errors.New("proxy: allow_remote is refused: the proxy adds memory to every request that reaches it and has no token of its own, so it serves loopback only; " +
+			"run it on the machine of its clients, or keep it on 127.0.0.1 behind a reverse proxy that authenticates them")
 	}
 	file, err := readProxyFile(pf.config)
 	if err != nil {

@@ -547,6 +547,9 @@ func TestProxyBadFlags(t *testing.T) {
 		{[]string{"proxy", "--upstream", "api.openai.com"}, "must be an http or https URL"},
 		{[]string{"proxy", "--upstream", "https://x", "--format", "cohere"}, "must be auto, openai, anthropic or gemini"},
 		{[]string{"proxy", "--upstream", "https://x", "--listen", "0.0.0.0:5757"}, "not a loopback address"},
+		// It served /mcp, the dashboard and memory-injecting LLM routes
+		// off the host with no token at all.
+		{[]string{"proxy", "--upstream", "https://x", "--listen", "0.0.0.0:5757", "--allow-remote"}, "allow_remote is refused"},
 	} {
 		cmd := exec.Command(binary, append(tc.args, "--data-dir", t.TempDir())...)
 		cmd.Env = childEnv(t)
