@@ -13,12 +13,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
+	"github.com/vc-mcp/vc-mcp/internal/hostguard"
 	"github.com/vc-mcp/vc-mcp/memory"
 	"github.com/vc-mcp/vc-mcp/proxy"
 )
@@ -84,12 +82,12 @@ func New(opts Options) (*Handler, error) {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !loopbackHost(r.Host) {
+	if !hostguard.LoopbackHost(hostguard.HostOnly(r.Host)) {
 		h.opts.Logger.Warn("dashboard: refused a non-loopback Host", "host", r.Host)
 		http.Error(w, "dashboard: only served to localhost (Host "+r.Host+" refused)", http.StatusForbidden)
 		return
 	}
-	if o := r.Header.Get("Origin"); o != "" && !h.originAllowed(o) {
+	if o := r.Header.Get("Origin"); o != "" && !hostguard.OriginAllowed(o, h.opts.AllowedOrigins) {
 		h.opts.Logger.Warn("dashboard: refused a foreign Origin", "origin", o)
 		http.Error(w, "dashboard: origin not allowed: "+o, http.StatusForbidden)
 		return
@@ -97,34 +95,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:")
 	h.mux.ServeHTTP(w, r)
-}
-
-// loopbackHost accepts localhost and loopback IPs, with or without port:
-// a page on another name (DNS rebinding) is refused.
-func loopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-func (h *Handler) originAllowed(origin string) bool {
-	for _, a := range h.opts.AllowedOrigins {
-		if a == "*" || strings.EqualFold(strings.TrimSuffix(a, "/"), origin) {
-			return true
-		}
-	}
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return false
-	}
-	return loopbackHost(u.Host)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 
+	"github.com/vc-mcp/vc-mcp/internal/hostguard"
 	"github.com/vc-mcp/vc-mcp/memory"
 )
 
@@ -135,23 +135,13 @@ func newAPIHandler(mem API, log *slog.Logger) http.Handler {
 // a web page on a rebound DNS name must not reach the API.
 func hostCheck(next http.Handler, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
-			lh, _, err := net.SplitHostPort(local.String())
-			if err == nil && IsLoopbackHost(lh) && !IsLoopbackHost(hostOnly(r.Host)) {
-				log.Warn("request refused: non-loopback Host on a loopback listener", "host", r.Host, "path", r.URL.Path)
-				writeJSON(w, http.StatusForbidden, apiError{Error: "Host " + r.Host + " refused: this server listens on loopback only (use 127.0.0.1 or localhost)"})
-				return
-			}
+		if hostguard.Rebound(r) {
+			log.Warn("request refused: non-loopback Host on a loopback listener", "host", r.Host, "path", r.URL.Path)
+			writeJSON(w, http.StatusForbidden, apiError{Error: "Host " + r.Host + " refused: this server listens on loopback only (use 127.0.0.1 or localhost)"})
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-func hostOnly(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		return h
-	}
-	return hostport
 }
 
 // readBody reads the body (already capped by the transport's body limit).

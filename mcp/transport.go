@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/vc-mcp/vc-mcp/internal/hostguard"
 )
 
 // ServeStdio serves s over newline-delimited JSON-RPC on stdin/stdout until
@@ -153,36 +152,11 @@ func (h *HTTPHandler) Shutdown(ctx context.Context) error {
 func originCheck(next http.Handler, allowed []string, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
-		if origin != "" && !originAllowed(origin, allowed) {
+		if origin != "" && !hostguard.OriginAllowed(origin, allowed) {
 			log.Warn("request refused: origin not allowed", "origin", origin, "path", r.URL.Path)
 			httpError(w, r, "origin not allowed: "+origin+" (start vc-mcp with --allow-origin to accept it)", http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// originAllowed accepts loopback origins and the listed ones. Requests
-// without an Origin (non-browser clients) are not checked here.
-func originAllowed(origin string, allowed []string) bool {
-	for _, a := range allowed {
-		if a == "*" || strings.EqualFold(strings.TrimSuffix(a, "/"), origin) {
-			return true
-		}
-	}
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return false
-	}
-	return IsLoopbackHost(u.Hostname())
-}
-
-// IsLoopbackHost reports whether host (a name or an IP, without port) is
-// the local machine's loopback.
-func IsLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
 }

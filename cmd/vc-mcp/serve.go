@@ -15,6 +15,7 @@ import (
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/vc-mcp/vc-mcp/internal/hostguard"
 	"github.com/vc-mcp/vc-mcp/mcp"
 	"github.com/vc-mcp/vc-mcp/memory"
 	"github.com/vc-mcp/vc-mcp/memory/markdown"
@@ -167,7 +168,7 @@ func listen(cfg settings) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("http: %q is not host:port (e.g. 127.0.0.1:5757): %w", cfg.HTTPAddr, err)
 	}
-	if !cfg.AllowRemote && !mcp.IsLoopbackHost(host) {
+	if !cfg.AllowRemote && !hostguard.LoopbackHost(host) {
 		return nil, fmt.Errorf("http: refusing to listen on %s, which is not a loopback address; use 127.0.0.1:PORT, or --allow-remote with --auth-token-file", cfg.HTTPAddr)
 	}
 	l, err := net.Listen("tcp", cfg.HTTPAddr)

@@ -23,8 +23,8 @@ func LoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// hostOnly drops the port of host:port (a bare host is returned as is).
-func hostOnly(hostport string) string {
+// HostOnly drops the port of host:port (a bare host is returned as is).
+func HostOnly(hostport string) string {
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		return h
 	}
@@ -40,7 +40,7 @@ func Rebound(r *http.Request) bool {
 	if !ok || local == nil {
 		return false
 	}
-	return LoopbackHost(hostOnly(local.String())) && !LoopbackHost(hostOnly(r.Host))
+	return LoopbackHost(HostOnly(local.String())) && !LoopbackHost(HostOnly(r.Host))
 }
 
 // OriginAllowed accepts loopback origins and the listed ones ("*" = any).
