@@ -658,6 +658,7 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 			*upstream += time.Since(t0)
 			if resp.StatusCode/100 == 2 {
 				full = streamedArray(p.d, kept.Bytes())
+				full.resent = p.d.resent(nil, full, true, "") // passed through: no marker
 			}
 			return full, resp.StatusCode, nil
 		}
@@ -685,6 +686,7 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 			if perr == nil {
 				full.text += rep.text
 				full.calls = append(full.calls, rep.calls...)
+				full.resent = p.d.resent(prior, rep, false, marker)
 				if marked, err := p.d.markReply(data, prior, marker); err == nil {
 					out = used.bump(marked)
 				}
@@ -760,9 +762,11 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 			}
 			offset = st.forwarded()
 			used.add(roundUse)
+			prior = append(prior, rep)
 			continue
 		}
 		full.calls = append(full.calls, rep.calls...)
+		full.resent = p.d.resent(prior, rep, true, marker)
 		if holding {
 			// Paging calls mixed with the client's own: the client gets the
 			// answer as the model gave it.
@@ -873,7 +877,7 @@ func (s *Server) store(p *plan, rep reply, id int64) {
 			s.setTurns(p.sess, unitKey(turn[0].text), res.TurnIDs)
 		}
 		msgs := s.toMemory(p.d, p.current)
-		if a, ok := assistantMessage(rep); ok {
+		if a, ok := answerMessage(p.d, rep); ok {
 			msgs = append(msgs, a)
 		}
 		if len(msgs) == 0 {
@@ -918,24 +922,17 @@ func (s *Server) toMemory(d dialect, msgs []message) []memory.Message {
 	return out
 }
 
-// assistantMessage renders a reply for memory: its text and tool calls.
-func assistantMessage(r reply) (memory.Message, bool) {
-	var blocks []map[string]any
-	if strings.TrimSpace(r.text) != "" {
-		blocks = append(blocks, map[string]any{"type": "text", "text": clipText(r.text)})
-	}
-	for _, c := range r.calls {
-		args := c.Args
-		if isNull(args) || !json.Valid(args) || len(args) > maxStoredText {
-			args = json.RawMessage(`{}`)
-		}
-		blocks = append(blocks, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": args})
-	}
-	switch {
-	case len(blocks) == 0:
+// answerMessage is the model's answer for memory: made from the message
+// the client sends back (its marker stripped) as the client's history is,
+// so the two are the same message to memory.
+func answerMessage(d dialect, r reply) (memory.Message, bool) {
+	if r.resent == nil {
 		return memory.Message{}, false
-	case len(blocks) == 1 && blocks[0]["type"] == "text":
-		return memory.Message{Role: "assistant", Content: mustJSON(blocks[0]["text"])}, true
 	}
-	return memory.Message{Role: "assistant", Content: mustJSON(blocks)}, true
+	raw, _ := d.strip(r.resent)
+	m, err := d.parse(raw)
+	if err != nil {
+		return memory.Message{}, false
+	}
+	return d.toMemory(m)
 }

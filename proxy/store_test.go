@@ -1,0 +1,262 @@
+package proxy_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/vc-mcp/vc-mcp/memory"
+	"github.com/vc-mcp/vc-mcp/proxy"
+	"github.com/vc-mcp/vc-mcp/proxy/proxytest"
+)
+
+// storedTurns lists a conversation's turns in memory, oldest first, as
+// "role: text" (a tool-only turn shows its flags).
+func storedTurns(t *testing.T, store *memory.Store, conv string) []string {
+	t.Helper()
+	v, err := store.View(context.Background(), conv)
+	if err != nil {
+		t.Fatalf("view %s: %v", conv, err)
+	}
+	var turns []memory.ViewTurn
+	for _, s := range v.Segments {
+		turns = append(turns, s.Turns...)
+	}
+	turns = append(turns, v.Active...)
+	sort.SliceStable(turns, func(i, j int) bool { return turnNumber(turns[i].TurnID) < turnNumber(turns[j].TurnID) })
+	out := make([]string, len(turns))
+	for i, tu := range turns {
+		text := tu.Text
+		if tu.ToolUse {
+			text += " [tool call]"
+		}
+		if tu.ToolResult {
+			text += " [tool result]"
+		}
+		out[i] = tu.Role + ": " + strings.TrimSpace(text)
+	}
+	return out
+}
+
+func turnNumber(id string) int {
+	var n int
+	fmt.Sscanf(id, "t%d", &n)
+	return n
+}
+
+// sessionOf returns the conversation an answer's marker names.
+func sessionOf(t *testing.T, out []byte) string {
+	t.Helper()
+	m := markerRE.FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no session marker in %s", out)
+	}
+	return string(m[1])
+}
+
+// clientMessage is the assistant message a client SDK builds from the
+// proxy's answer and sends back in its next request's history: the
+// non-streamed message as it came, or the stream's deltas put together.
+func clientMessage(t *testing.T, format proxy.Format, stream bool, out []byte) any {
+	t.Helper()
+	if !stream {
+		var v struct {
+			Content    json.RawMessage `json:"content"`
+			Choices    []struct{ Message json.RawMessage }
+			Candidates []struct{ Content json.RawMessage }
+		}
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("answer is not JSON: %v: %s", err, out)
+		}
+		switch format {
+		case proxy.FormatOpenAI:
+			return v.Choices[0].Message
+		case proxy.FormatAnthropic:
+			return map[string]any{"role": "assistant", "content": v.Content}
+		default:
+			return v.Candidates[0].Content
+		}
+	}
+	var text strings.Builder
+	var calls []map[string]any // OpenAI
+	blocks := map[int]map[string]any{}
+	var inputs = map[int]*strings.Builder{}
+	var parts []any // Gemini: each chunk's parts, as they came
+	for _, ev := range splitEvents(out) {
+		for _, line := range strings.Split(string(ev), "\n") {
+			data, ok := strings.CutPrefix(line, "data: ")
+			if !ok || data == "[DONE]" {
+				continue
+			}
+			var v struct {
+				Type         string         `json:"type"`
+				Index        int            `json:"index"`
+				ContentBlock map[string]any `json:"content_block"`
+				Delta        struct {
+					Type        string `json:"type"`
+					Text        string `json:"text"`
+					PartialJSON string `json:"partial_json"`
+				} `json:"delta"`
+				Choices []struct {
+					Delta struct {
+						Content   string `json:"content"`
+						ToolCalls []struct {
+							Index    int    `json:"index"`
+							ID       string `json:"id"`
+							Function struct {
+								Name      string `json:"name"`
+								Arguments string `json:"arguments"`
+							} `json:"function"`
+						} `json:"tool_calls"`
+					} `json:"delta"`
+				} `json:"choices"`
+				Candidates []struct {
+					Content struct {
+						Parts []any `json:"parts"`
+					} `json:"content"`
+				} `json:"candidates"`
+			}
+			json.Unmarshal([]byte(data), &v)
+			for _, c := range v.Choices {
+				text.WriteString(c.Delta.Content)
+				for _, tc := range c.Delta.ToolCalls {
+					for len(calls) <= tc.Index {
+						calls = append(calls, map[string]any{"type": "function", "function": map[string]string{"name": "", "arguments": ""}})
+					}
+					fn := calls[tc.Index]["function"].(map[string]string)
+					if tc.ID != "" {
+						calls[tc.Index]["id"] = tc.ID
+					}
+					fn["name"] += tc.Function.Name
+					fn["arguments"] += tc.Function.Arguments
+				}
+			}
+			switch v.Type {
+			case "content_block_start":
+				blocks[v.Index] = v.ContentBlock
+				inputs[v.Index] = &strings.Builder{}
+			case "content_block_delta":
+				if v.Delta.Type == "text_delta" {
+					blocks[v.Index]["text"] = blocks[v.Index]["text"].(string) + v.Delta.Text
+				} else {
+					inputs[v.Index].WriteString(v.Delta.PartialJSON)
+				}
+			}
+			for _, c := range v.Candidates {
+				parts = append(parts, c.Content.Parts...)
+			}
+		}
+	}
+	switch format {
+	case proxy.FormatOpenAI:
+		m := map[string]any{"role": "assistant", "content": text.String()}
+		if len(calls) > 0 {
+			m["tool_calls"] = calls
+		}
+		return m
+	case proxy.FormatAnthropic:
+		content := make([]any, len(blocks))
+		for i, b := range blocks {
+			if b["type"] == "tool_use" {
+				b["input"] = json.RawMessage(inputs[i].String())
+			}
+			content[i] = b
+		}
+		return map[string]any{"role": "assistant", "content": content}
+	default:
+		return map[string]any{"role": "model", "parts": parts}
+	}
+}
+
+// toolResult is the client's answer to its own tool call in each format.
+func toolResult(format proxy.Format, id, text string) any {
+	switch format {
+	case proxy.FormatOpenAI:
+		return map[string]any{"role": "tool", "tool_call_id": id, "content": text}
+	case proxy.FormatAnthropic:
+		return map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": text}}}
+	default:
+		return map[string]any{"role": "user", "parts": []any{map[string]any{"functionResponse": map[string]any{"name": "get_weather", "response": map[string]any{"content": text}}}}}
+	}
+}
+
+// toolCallAnswer is the model calling the client's own get_weather tool.
+func toolCallAnswer(format proxy.Format, stream bool) (string, []byte) {
+	switch {
+	case format == proxy.FormatOpenAI && stream:
+		return "text/event-stream", openAIStreamToolCall("call_w", "get_weather", `{"city": "Paris"}`)
+	case format == proxy.FormatOpenAI:
+		return "application/json", openAIToolCall("call_w", "get_weather", `{"city": "Paris"}`)
+	case format == proxy.FormatAnthropic && stream:
+		return "text/event-stream", anthropicStreamToolUse("toolu_w", "get_weather", `{"city": "Paris"}`)
+	case format == proxy.FormatAnthropic:
+		return "application/json", anthropicToolUse("toolu_w", "get_weather", map[string]any{"city": "Paris"})
+	case stream:
+		return "text/event-stream", proxytest.GeminiStreamFunctionCall("get_weather", map[string]any{"city": "Paris"})
+	default:
+		return "application/json", proxytest.GeminiFunctionCall("get_weather", map[string]any{"city": "Paris"})
+	}
+}
+
+// history appends messages to a request body's history.
+func history(format proxy.Format, body map[string]any, msgs ...any) {
+	key := "messages"
+	if format == proxy.FormatGemini {
+		key = "contents"
+	}
+	body[key] = append(body[key].([]any), msgs...)
+}
+
+// TestToolLoopStoredOnce: a client answering the model's tool call sends
+// back its history with the model's tool call in it; the proxy stored that
+// answer in the form the client resends it, so the resend is recognised
+// and every message is stored once, streamed or not, in every format.
+func TestToolLoopStoredOnce(t *testing.T) {
+	for _, format := range []proxy.Format{proxy.FormatOpenAI, proxy.FormatAnthropic, proxy.FormatGemini} {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%t", format, stream), func(t *testing.T) {
+				h := newHarness(t, func(n int, s seen) (string, []byte) {
+					switch n {
+					case 1:
+						return toolCallAnswer(format, stream)
+					case 2:
+						return textAnswer(format, stream, "Sunny, 23C in Paris.")
+					}
+					return textAnswer(format, stream, "Noted.")
+				}, nil)
+				path, body := chat(format, stream, "I am planning a trip to Paris.")
+				_, out := h.post(t, path, body, nil)
+				h.drain(t)
+				conv := sessionOf(t, out)
+				history(format, body, clientMessage(t, format, stream, out), userMessage(format, "What is the weather there?"))
+				_, out = h.post(t, path, body, nil)
+				h.drain(t)
+				id := map[proxy.Format]string{proxy.FormatOpenAI: "call_w", proxy.FormatAnthropic: "toolu_w"}[format]
+				history(format, body, clientMessage(t, format, stream, out), toolResult(format, id, "sunny 23C"))
+				if status, out := h.post(t, path, body, nil); status != 200 {
+					t.Fatalf("status %d: %s", status, out)
+				}
+				h.drain(t)
+				got := storedTurns(t, h.store, conv)
+				if len(got) != 6 {
+					t.Fatalf("stored %d turns, want 6 (each message once):\n%s", len(got), strings.Join(got, "\n"))
+				}
+			})
+		}
+	}
+}
+
+// userMessage is a user's text message in each format.
+func userMessage(format proxy.Format, text string) any {
+	switch format {
+	case proxy.FormatOpenAI:
+		return map[string]string{"role": "user", "content": text}
+	case proxy.FormatAnthropic:
+		return map[string]any{"role": "user", "content": []any{map[string]string{"type": "text", "text": text}}}
+	default:
+		return map[string]any{"role": "user", "parts": []any{map[string]string{"text": text}}}
+	}
+}
