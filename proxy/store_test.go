@@ -260,3 +260,53 @@ func userMessage(format proxy.Format, text string) any {
 		return map[string]any{"role": "user", "parts": []any{map[string]string{"text": text}}}
 	}
 }
+
+// TestRepeatedExchangesKept: the same words said again later, with the
+// same answer, are new turns (three rounds of "continue" leave the eight
+// messages the client's history holds), while a request sent again as it
+// was (a retry) stores nothing new, and a retry answered differently
+// stores only the new answer.
+func TestRepeatedExchangesKept(t *testing.T) {
+	for _, format := range []proxy.Format{proxy.FormatOpenAI, proxy.FormatAnthropic, proxy.FormatGemini} {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%t", format, stream), func(t *testing.T) {
+				answer := "Same answer."
+				h := newHarness(t, func(n int, s seen) (string, []byte) {
+					return textAnswer(format, stream, answer)
+				}, nil)
+				path, body := chat(format, stream, "first message about gardens")
+				var conv string
+				var last []byte
+				for round := 0; round < 4; round++ {
+					if round > 0 {
+						history(format, body, clientMessage(t, format, stream, last), userMessage(format, "continue"))
+					}
+					status, out := h.post(t, path, body, nil)
+					if status != 200 {
+						t.Fatalf("round %d: status %d: %s", round, status, out)
+					}
+					h.drain(t)
+					conv, last = sessionOf(t, out), out
+				}
+				want := 8 // the first exchange, then three of "continue"
+				if got := storedTurns(t, h.store, conv); len(got) != want {
+					t.Fatalf("stored %d turns, want %d:\n%s", len(got), want, strings.Join(got, "\n"))
+				}
+				// A retry: the same request again, the same answer.
+				h.post(t, path, body, nil)
+				h.drain(t)
+				if got := storedTurns(t, h.store, conv); len(got) != want {
+					t.Fatalf("after a retry: stored %d turns, want %d:\n%s", len(got), want, strings.Join(got, "\n"))
+				}
+				// A retry answered differently: only the answer is new.
+				answer = "A different answer."
+				h.post(t, path, body, nil)
+				h.drain(t)
+				got := storedTurns(t, h.store, conv)
+				if len(got) != want+1 || !strings.HasSuffix(got[want], answer) {
+					t.Fatalf("after a retry answered differently: want the %d turns and the new answer:\n%s", want, strings.Join(got, "\n"))
+				}
+			})
+		}
+	}
+}
