@@ -254,16 +254,16 @@ func (anthropic) toMemory(m message) (memory.Message, bool) {
 		switch b.Type {
 		case "text":
 			if strings.TrimSpace(b.Text) != "" {
-				out = append(out, map[string]any{"type": "text", "text": clipText(b.Text)})
+				out = append(out, map[string]any{"type": "text", "text": b.Text})
 			}
 		case "tool_use":
 			in := b.Input
-			if isNull(in) || len(in) > maxStoredText {
+			if isNull(in) {
 				in = json.RawMessage(`{}`)
 			}
 			out = append(out, map[string]any{"type": "tool_use", "id": b.ID, "name": b.Name, "input": in})
 		case "tool_result":
-			out = append(out, map[string]any{"type": "tool_result", "tool_use_id": b.ToolUseID, "content": clipText(aResultText(b.Content))})
+			out = append(out, map[string]any{"type": "tool_result", "tool_use_id": b.ToolUseID, "content": aResultText(b.Content)})
 		}
 	}
 	if len(out) == 0 {

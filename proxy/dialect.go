@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/vc-mcp/vc-mcp/memory"
 )
@@ -143,21 +142,6 @@ func stripMarker(s string) (string, string) {
 		return s, ""
 	}
 	return markerRE.ReplaceAllString(s, ""), id
-}
-
-// maxStoredText bounds one text stored from a request (a pasted file or a
-// tool result), well under memory's default message limit.
-const maxStoredText = 200 << 10
-
-func clipText(s string) string {
-	if len(s) <= maxStoredText {
-		return s
-	}
-	cut := maxStoredText
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "\n[... clipped by the proxy]"
 }
 
 // marshal is json.Marshal without HTML escaping, so markers and the

@@ -177,12 +177,12 @@ func (openAI) toMemory(m message) (memory.Message, bool) {
 	}
 	out := memory.Message{Role: m.role, ToolCallID: om.ToolCallID}
 	if strings.TrimSpace(m.text) != "" {
-		out.Content = mustJSON(clipText(m.text))
+		out.Content = mustJSON(m.text)
 	}
 	if len(om.ToolCalls) > 0 {
 		calls := make([]map[string]any, len(om.ToolCalls))
 		for i, c := range om.ToolCalls {
-			calls[i] = map[string]any{"id": c.ID, "type": "function", "function": map[string]string{"name": c.Function.Name, "arguments": clipText(c.Function.Arguments)}}
+			calls[i] = map[string]any{"id": c.ID, "type": "function", "function": map[string]string{"name": c.Function.Name, "arguments": c.Function.Arguments}}
 		}
 		out.ToolCalls = mustJSON(calls)
 	}

@@ -874,6 +874,7 @@ func (s *Server) store(p *plan, rep reply, id int64) {
 				continue
 			}
 			sent = true
+			s.warnRefused(p.sess.id, b)
 			var err error
 			res, err = s.opts.Memory.Ingest(ctx, memory.IngestRequest{ConversationID: p.sess.id, Messages: messagesOf(b), Force: force && i == len(batches)-1})
 			if err != nil {
@@ -898,12 +899,14 @@ func (s *Server) store(p *plan, rep reply, id int64) {
 const maxBatch = 1000
 
 // histMsg is one message of a history for memory: unit is the index of
-// its turn (units), first whether it opens the turn.
+// its turn (units), first whether it opens the turn, size the bytes of a
+// message over the limit (stored as a refusal, refused).
 type histMsg struct {
 	msg   memory.Message
 	key   msgKey
 	unit  int
 	first bool
+	size  int
 }
 
 // history is the request's history for memory, from its first turn on
@@ -914,15 +917,41 @@ func (s *Server) history(p *plan, us []unit, rep reply) (hist []histMsg, n int) 
 	for ui, u := range us {
 		for i := u.start; i < u.end; i++ {
 			if m, ok := p.d.toMemory(p.all[i]); ok {
-				out = append(out, histMsg{msg: m, key: keyOf(m), unit: ui, first: i == u.start})
+				out = append(out, s.histMsg(m, ui, i == u.start))
 			}
 		}
 	}
 	n = len(out)
 	if a, ok := answerMessage(p.d, rep); ok {
-		out = append(out, histMsg{msg: a, key: keyOf(a), unit: len(us) - 1})
+		out = append(out, s.histMsg(a, len(us)-1, false))
 	}
 	return out, n
+}
+
+// histMsg makes m a message of the history. A message over memory's
+// limit, which memory refuses (failing the whole batch), is replaced by
+// one that says it was not stored, with its size and the limit: the same
+// every time the client resends it, so it lines up as any other.
+func (s *Server) histMsg(m memory.Message, unit int, first bool) histMsg {
+	h := histMsg{msg: m, unit: unit, first: first}
+	if size := len(m.Content) + len(m.ToolCalls); size > s.opts.MaxMessageBytes {
+		h.size = size
+		h.msg = memory.Message{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID, Content: mustJSON(fmt.Sprintf(
+			"[a message of %d bytes, over memory's limit of %d bytes (max_message_bytes): not stored]", size, s.opts.MaxMessageBytes))}
+	}
+	h.key = keyOf(h.msg)
+	return h
+}
+
+// warnRefused says which messages of a batch were over the limit: the
+// client is not told (its answer is gone), so the log is.
+func (s *Server) warnRefused(conv string, batch []histMsg) {
+	for _, m := range batch {
+		if m.size > 0 {
+			s.opts.Log.Warn("proxy: a message over memory's max_message_bytes was not stored; a turn saying so stands in its place",
+				"instance", s.opts.Label, "conversation", conv, "role", m.msg.Role, "bytes", m.size, "limit", s.opts.MaxMessageBytes)
+		}
+	}
 }
 
 // byTurn is the fallback's batches: on a first sight each earlier turn,

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/vc-mcp/vc-mcp/memory"
@@ -309,4 +312,85 @@ func TestRepeatedExchangesKept(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestLongMessagesStored: a message up to memory's max_message_bytes is
+// stored verbatim (a 300 KiB paste, once cut at 200 KiB); one over it is
+// refused as memory refuses it: in its place a turn says how big it was
+// and the limit, the rest of the exchange is stored, and a warning names
+// the conversation and the sizes.
+func TestLongMessagesStored(t *testing.T) {
+	cases := []struct {
+		name  string
+		limit int // memory's and the proxy's; 0: the defaults
+		size  int
+		whole bool
+	}{
+		{"under the default limit", 0, 300 << 10, true},
+		{"over the limit", 64 << 10, 100 << 10, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			store, err := memory.Open(context.Background(), memory.Options{Dir: t.TempDir(), MaxMessageBytes: tc.limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { store.Close() })
+			var logs strings.Builder
+			up := proxytest.NewUpstream(t, func(n int, s seen) (string, []byte) {
+				return textAnswer(proxy.FormatOpenAI, false, "Read it.")
+			})
+			h := newHarnessWith(t, up.URL, store, func(o *proxy.Options) {
+				o.MaxMessageBytes = tc.limit
+				o.Log = slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))
+			})
+			h.up = up
+			paste := strings.Repeat("pasted log line 0123456789\n", tc.size/27+1)
+			path, body := chat(proxy.FormatOpenAI, false, paste)
+			status, out := h.post(t, path, body, nil)
+			if status != 200 {
+				t.Fatalf("status %d: %s", status, out)
+			}
+			h.drain(t)
+			conv := sessionOf(t, out)
+			v, err := store.View(context.Background(), conv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(v.Active) != 2 {
+				t.Fatalf("stored %d turns, want the paste's and the answer's", len(v.Active))
+			}
+			got := v.Active[0].Text
+			if tc.whole {
+				if got != paste {
+					t.Fatalf("stored %d bytes of a %d byte message, ending %q", len(got), len(paste), got[max(0, len(got)-40):])
+				}
+				if logs.Len() > 0 {
+					t.Fatalf("a message under the limit was warned about: %s", logs.String())
+				}
+				return
+			}
+			if !strings.Contains(got, "not stored") || !strings.Contains(got, fmt.Sprint(tc.limit)) {
+				t.Fatalf("the turn standing for the message over the limit says %q", got)
+			}
+			warn := logs.String()
+			for _, want := range []string{"level=WARN", conv, fmt.Sprintf("bytes=%d", len(mustMarshal(paste))), fmt.Sprintf("limit=%d", tc.limit)} {
+				if !strings.Contains(warn, want) {
+					t.Fatalf("the warning lacks %q: %s", want, warn)
+				}
+			}
+		})
+	}
+}
+
+// syncWriter lets the proxy's goroutines log into one builder.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
