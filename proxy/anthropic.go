@@ -254,16 +254,16 @@ func (anthropic) toMemory(m message) (memory.Message, bool) {
 		switch b.Type {
 		case "text":
 			if strings.TrimSpace(b.Text) != "" {
-				out = append(out, map[string]any{"type": "text", "text": clipText(b.Text)})
+				out = append(out, map[string]any{"type": "text", "text": b.Text})
 			}
 		case "tool_use":
 			in := b.Input
-			if isNull(in) || len(in) > maxStoredText {
+			if isNull(in) {
 				in = json.RawMessage(`{}`)
 			}
 			out = append(out, map[string]any{"type": "tool_use", "id": b.ID, "name": b.Name, "input": in})
 		case "tool_result":
-			out = append(out, map[string]any{"type": "tool_result", "tool_use_id": b.ToolUseID, "content": clipText(aResultText(b.Content))})
+			out = append(out, map[string]any{"type": "tool_result", "tool_use_id": b.ToolUseID, "content": aResultText(b.Content)})
 		}
 	}
 	if len(out) == 0 {
@@ -309,6 +309,15 @@ func (anthropic) markReply(body []byte, prior []reply, marker string) ([]byte, e
 	if err := json.Unmarshal(r["content"], &blocks); err != nil {
 		return nil, err
 	}
+	r["content"] = mustJSON(aMarked(prior, blocks, marker, false))
+	return marshal(r)
+}
+
+// aMarked is an answer's content as the client gets it: the earlier
+// rounds' text blocks, the last round's blocks, and the marker, added to
+// the last block when it is text (a whole answer) or as a block of its own
+// (separate, as a stream sends it).
+func aMarked(prior []reply, blocks []map[string]json.RawMessage, marker string, separate bool) []map[string]json.RawMessage {
 	var all []map[string]json.RawMessage
 	for _, p := range prior {
 		var pb []map[string]json.RawMessage
@@ -320,19 +329,18 @@ func (anthropic) markReply(body []byte, prior []reply, marker string) ([]byte, e
 		}
 	}
 	all = append(all, blocks...)
-	last := -1
-	for i, b := range all {
-		if jsonString(b["type"]) == "text" {
-			last = i
-		}
-	}
-	if last >= 0 && last == len(all)-1 {
-		all[last]["text"] = mustJSON(jsonString(all[last]["text"]) + marker)
+	if n := len(all); !separate && n > 0 && jsonString(all[n-1]["type"]) == "text" {
+		all[n-1]["text"] = mustJSON(jsonString(all[n-1]["text"]) + marker)
 	} else {
 		all = append(all, map[string]json.RawMessage{"type": mustJSON("text"), "text": mustJSON(marker)})
 	}
-	r["content"] = mustJSON(all)
-	return marshal(r)
+	return all
+}
+
+func (anthropic) resent(prior []reply, last reply, stream bool, marker string) json.RawMessage {
+	var blocks []map[string]json.RawMessage
+	_ = json.Unmarshal(last.assistant, &blocks) // parseReply or the stream made it
+	return mustJSON(map[string]any{"role": "assistant", "content": aMarked(prior, blocks, marker, stream)})
 }
 
 func (anthropic) appendRound(msgs []json.RawMessage, r reply, answers []toolAnswer) ([]json.RawMessage, error) {

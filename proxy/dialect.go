@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/vc-mcp/vc-mcp/memory"
 )
@@ -30,6 +29,9 @@ type toolCall struct {
 	ID   string
 	Name string
 	Args json.RawMessage
+	// argText is the arguments as the model wrote them (OpenAI's string,
+	// which Args makes valid JSON), for the answer as the client resends it.
+	argText string
 }
 
 // reply is a model's answer, as far as the proxy needs it.
@@ -40,6 +42,9 @@ type reply struct {
 	// (Anthropic content blocks, an OpenAI message, Gemini parts), for a
 	// continuation.
 	assistant json.RawMessage
+	// resent is the whole answer (every round) as the client will send it
+	// back in its next request's history, set by exchange for storing.
+	resent json.RawMessage
 }
 
 // toolAnswer is the proxy's answer to one paging tool call.
@@ -85,6 +90,12 @@ type dialect interface {
 	// markReply prepends earlier rounds' text and appends the marker.
 	markReply(body []byte, prior []reply, marker string) ([]byte, error)
 	newStream(round, offset int) streamer
+	// resent is the assistant message the client sends back in its next
+	// request's history after getting this answer (prior are the paging
+	// rounds before last, marker the session marker it got): the proxy
+	// stores the answer from it, as it stores any message of a history, so
+	// that the next request's resend of it is recognised as stored.
+	resent(prior []reply, last reply, stream bool, marker string) json.RawMessage
 	appendRound(msgs []json.RawMessage, r reply, answers []toolAnswer) ([]json.RawMessage, error)
 	model(path string, body map[string]json.RawMessage) string
 	streaming(path string, body map[string]json.RawMessage) bool
@@ -136,21 +147,6 @@ func stripMarker(s string) (string, string) {
 		return s, ""
 	}
 	return markerRE.ReplaceAllString(s, ""), id
-}
-
-// maxStoredText bounds one text stored from a request (a pasted file or a
-// tool result), well under memory's default message limit.
-const maxStoredText = 200 << 10
-
-func clipText(s string) string {
-	if len(s) <= maxStoredText {
-		return s
-	}
-	cut := maxStoredText
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "\n[... clipped by the proxy]"
 }
 
 // marshal is json.Marshal without HTML escaping, so markers and the

@@ -218,33 +218,54 @@ func (gemini) keepTools(body map[string]json.RawMessage, keep func(string) bool)
 	body["tools"] = mustJSON(tools)
 }
 
+// toMemory keeps a message's text, function calls and responses. A
+// model's answer comes in pieces (a stream's chunks), which a client may
+// send back as they came or joined: consecutive text parts of a model
+// message are stored joined, and a call is named by its id or its place
+// among the message's calls, so that both resends match what was stored.
 func (gemini) toMemory(m message) (memory.Message, bool) {
 	var c gContent
 	if json.Unmarshal(m.raw, &c) != nil {
 		return memory.Message{}, false
 	}
 	var blocks []map[string]any
-	for i, p := range c.Parts {
+	calls := 0
+	for _, p := range c.Parts {
 		switch {
 		case p.call() != nil:
 			args := p.call().Args
-			if isNull(args) || len(args) > maxStoredText {
+			if isNull(args) {
 				args = json.RawMessage(`{}`)
 			}
-			blocks = append(blocks, map[string]any{"type": "tool_use", "id": fmt.Sprintf("%s#%d", p.call().Name, i), "name": p.call().Name, "input": args})
+			id := p.call().ID
+			if id == "" {
+				id = fmt.Sprintf("%s#%d", p.call().Name, calls)
+			}
+			calls++
+			blocks = append(blocks, map[string]any{"type": "tool_use", "id": id, "name": p.call().Name, "input": args})
 		case len(p.response()) > 0:
-			blocks = append(blocks, map[string]any{"type": "tool_result", "content": clipText(string(p.response()))})
-		case p.Text != nil && !p.Thought && strings.TrimSpace(*p.Text) != "":
-			blocks = append(blocks, map[string]any{"type": "text", "text": clipText(*p.Text)})
+			blocks = append(blocks, map[string]any{"type": "tool_result", "content": string(p.response())})
+		case p.Text != nil && !p.Thought:
+			if n := len(blocks); m.role == "assistant" && n > 0 && blocks[n-1]["type"] == "text" {
+				blocks[n-1]["text"] = blocks[n-1]["text"].(string) + *p.Text
+				continue
+			}
+			blocks = append(blocks, map[string]any{"type": "text", "text": *p.Text})
 		}
 	}
-	if len(blocks) == 0 {
+	kept := blocks[:0]
+	for _, b := range blocks {
+		if b["type"] != "text" || strings.TrimSpace(b["text"].(string)) != "" {
+			kept = append(kept, b)
+		}
+	}
+	if len(kept) == 0 {
 		return memory.Message{}, false
 	}
-	if len(blocks) == 1 && blocks[0]["type"] == "text" {
-		return memory.Message{Role: m.role, Content: mustJSON(blocks[0]["text"])}, true
+	if len(kept) == 1 && kept[0]["type"] == "text" {
+		return memory.Message{Role: m.role, Content: mustJSON(kept[0]["text"])}, true
 	}
-	return memory.Message{Role: m.role, Content: mustJSON(blocks)}, true
+	return memory.Message{Role: m.role, Content: mustJSON(kept)}, true
 }
 
 type gResponse struct {
@@ -322,6 +343,18 @@ func (gemini) markReply(body []byte, prior []reply, marker string) ([]byte, erro
 			return nil, err
 		}
 	}
+	all := gMarked(prior, parts, marker, false)
+	content["parts"] = mustJSON(all)
+	cands[0]["content"] = mustJSON(content)
+	r["candidates"] = mustJSON(cands)
+	return marshal(r)
+}
+
+// gMarked is an answer's parts as the client gets them: the earlier
+// rounds' text, the last round's parts, and the marker, added to the last
+// part when it is text (a whole answer) or as a part of its own (separate,
+// as a stream sends it).
+func gMarked(prior []reply, parts []map[string]json.RawMessage, marker string, separate bool) []map[string]json.RawMessage {
 	var all []map[string]json.RawMessage
 	for _, p := range prior {
 		if p.text != "" {
@@ -329,15 +362,18 @@ func (gemini) markReply(body []byte, prior []reply, marker string) ([]byte, erro
 		}
 	}
 	all = append(all, parts...)
-	if n := len(all); n > 0 && all[n-1]["text"] != nil && string(all[n-1]["thought"]) != "true" {
+	if n := len(all); !separate && n > 0 && all[n-1]["text"] != nil && string(all[n-1]["thought"]) != "true" {
 		all[n-1]["text"] = mustJSON(jsonString(all[n-1]["text"]) + marker)
 	} else {
 		all = append(all, map[string]json.RawMessage{"text": mustJSON(marker)})
 	}
-	content["parts"] = mustJSON(all)
-	cands[0]["content"] = mustJSON(content)
-	r["candidates"] = mustJSON(cands)
-	return marshal(r)
+	return all
+}
+
+func (gemini) resent(prior []reply, last reply, stream bool, marker string) json.RawMessage {
+	var parts []map[string]json.RawMessage
+	_ = json.Unmarshal(last.assistant, &parts) // parseReply or the stream made it
+	return mustJSON(map[string]any{"role": "model", "parts": gMarked(prior, parts, marker, stream)})
 }
 
 func (gemini) appendRound(msgs []json.RawMessage, r reply, answers []toolAnswer) ([]json.RawMessage, error) {

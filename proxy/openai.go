@@ -177,12 +177,12 @@ func (openAI) toMemory(m message) (memory.Message, bool) {
 	}
 	out := memory.Message{Role: m.role, ToolCallID: om.ToolCallID}
 	if strings.TrimSpace(m.text) != "" {
-		out.Content = mustJSON(clipText(m.text))
+		out.Content = mustJSON(m.text)
 	}
 	if len(om.ToolCalls) > 0 {
 		calls := make([]map[string]any, len(om.ToolCalls))
 		for i, c := range om.ToolCalls {
-			calls[i] = map[string]any{"id": c.ID, "type": "function", "function": map[string]string{"name": c.Function.Name, "arguments": clipText(c.Function.Arguments)}}
+			calls[i] = map[string]any{"id": c.ID, "type": "function", "function": map[string]string{"name": c.Function.Name, "arguments": c.Function.Arguments}}
 		}
 		out.ToolCalls = mustJSON(calls)
 	}
@@ -217,7 +217,7 @@ func (openAI) parseReply(body []byte) (reply, error) {
 		if !json.Valid(args) {
 			args = json.RawMessage(`{}`)
 		}
-		out.calls = append(out.calls, toolCall{ID: c.ID, Name: c.Function.Name, Args: args})
+		out.calls = append(out.calls, toolCall{ID: c.ID, Name: c.Function.Name, Args: args, argText: c.Function.Arguments})
 	}
 	return out, nil
 }
@@ -246,6 +246,31 @@ func (openAI) markReply(body []byte, prior []reply, marker string) ([]byte, erro
 	choices[0]["message"] = mustJSON(msg)
 	r["choices"] = mustJSON(choices)
 	return marshal(r)
+}
+
+// resent: the client keeps the message's text (every round's, as
+// markReply and the stream give it) and its tool calls, arguments as the
+// model wrote them; streamed or not, it is the same message.
+func (openAI) resent(prior []reply, last reply, _ bool, marker string) json.RawMessage {
+	var b strings.Builder
+	for _, p := range prior {
+		b.WriteString(p.text)
+	}
+	b.WriteString(last.text)
+	b.WriteString(marker)
+	m := map[string]any{"role": "assistant", "content": b.String()}
+	if len(last.calls) > 0 {
+		calls := make([]map[string]any, len(last.calls))
+		for i, c := range last.calls {
+			args := c.argText
+			if args == "" && !isNull(c.Args) {
+				args = string(c.Args)
+			}
+			calls[i] = map[string]any{"id": c.ID, "type": "function", "function": map[string]string{"name": c.Name, "arguments": args}}
+		}
+		m["tool_calls"] = calls
+	}
+	return mustJSON(m)
 }
 
 func (openAI) appendRound(msgs []json.RawMessage, r reply, answers []toolAnswer) ([]json.RawMessage, error) {
@@ -368,7 +393,8 @@ func (s *oStream) reply() reply {
 	out := reply{text: s.text.String()}
 	for _, i := range s.order {
 		c := *s.calls[i]
-		c.Args = json.RawMessage(s.args[i].String())
+		c.argText = s.args[i].String()
+		c.Args = json.RawMessage(c.argText)
 		if !json.Valid(c.Args) {
 			c.Args = json.RawMessage(`{}`)
 		}

@@ -68,6 +68,10 @@ type Options struct {
 	// SoftThreshold is the fraction of the model's window at which the
 	// stored exchange triggers compaction (default 0.70).
 	SoftThreshold float64
+	// MaxMessageBytes is memory's max_message_bytes (default 1 MiB, memory's
+	// default): a message over it is not stored; a turn saying so stands
+	// in its place (memory would refuse the exchange's whole batch).
+	MaxMessageBytes int
 	// Tools narrows the request's tool list (seed 002); nil keeps every tool.
 	Tools *ToolPolicy
 	// AllowedOrigins are browser origins accepted besides loopback ones
@@ -131,6 +135,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.SoftThreshold <= 0 || o.SoftThreshold >= 1 {
 		o.SoftThreshold = 0.70
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = 1 << 20
 	}
 	if o.Client == nil {
 		o.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}

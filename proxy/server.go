@@ -62,6 +62,9 @@ type session struct {
 	// by Server.mu.
 	pending int
 	settled chan struct{}
+	// synced is what the last store sent memory: the history and answer,
+	// message by message (alignBatch); guarded by mu.
+	synced []msgKey
 }
 
 // storeWait bounds how long a paging call waits for the conversation's
@@ -171,13 +174,10 @@ type plan struct {
 	body     map[string]json.RawMessage
 	msgs     []json.RawMessage
 	all      []message
-	current  []message // the new turn's messages (stored afterwards)
-	curKey   [16]byte
 	sess     *session
 	stream   bool
 	paging   bool
-	first    bool        // the conversation is new to memory: store its history
-	prior    [][]message // earlier turns to store on first sight
+	first    bool // the conversation is new to memory: store its history
 	model    string
 	tokensIn int
 }
@@ -343,8 +343,6 @@ func (s *Server) prepare(ctx context.Context, d dialect, path string, body []byt
 		return nil, errors.New("no user message")
 	}
 	cur := us[len(us)-1]
-	p.current = p.all[cur.start:cur.end]
-	p.curKey = cur.key
 	query := p.all[cur.start].text
 	rec.Turn = len(us)
 	rec.MessagesIn = len(p.all)
@@ -356,11 +354,6 @@ func (s *Server) prepare(ctx context.Context, d dialect, path string, body []byt
 	p.sess = s.session(sessionID)
 	p.first = !known && !s.stored(p.sess)
 	rec.Session, rec.FirstSight = sessionID, p.first
-	if p.first {
-		for _, u := range us[:len(us)-1] {
-			p.prior = append(p.prior, p.all[u.start:u.end])
-		}
-	}
 
 	keep := make([]bool, len(p.all))
 	for i := range keep {
@@ -747,6 +740,7 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 					return full, resp.StatusCode, fmt.Errorf("%w: the streamed JSON answer is incomplete", errBroken)
 				}
 				full = streamedArray(p.d, kept.Bytes())
+				full.resent = p.d.resent(nil, full, true, "") // passed through: no marker
 			}
 			return full, resp.StatusCode, nil
 		}
@@ -782,6 +776,7 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 			if perr == nil {
 				full.text += rep.text
 				full.calls = append(full.calls, rep.calls...)
+				full.resent = p.d.resent(prior, rep, false, marker)
 				if marked, err := p.d.markReply(data, prior, marker); err == nil {
 					out = used.bump(marked)
 				}
@@ -862,9 +857,11 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, p *plan, rec *
 			}
 			offset = st.forwarded()
 			used.add(roundUse)
+			prior = append(prior, rep)
 			continue
 		}
 		full.calls = append(full.calls, rep.calls...)
+		full.resent = p.d.resent(prior, rep, true, marker)
 		if holding {
 			// Paging calls mixed with the client's own: the client gets the
 			// answer as the model gave it.
@@ -966,10 +963,13 @@ func nextEvent(r *bufio.Reader) (raw, data []byte, err error) {
 	}
 }
 
-// store ingests the exchange in the background, in order per conversation:
-// the client's history first when the conversation is new, then the new
-// turn with the model's answer (forcing compaction past the model's soft
-// threshold), and records the answer's tags.
+// store ingests the exchange in the background, in order per conversation,
+// forcing compaction past the model's soft threshold, and records the
+// stored turns' tags. What is new is decided by alignBatch against what
+// the session stored last; when that says nothing (the session's first
+// store in this process), the history's earlier turns one by one on a
+// first sight, then the new turn with the model's answer, as memory lines
+// each up with what it holds.
 func (s *Server) store(p *plan, rep reply, id int64) {
 	s.mu.Lock()
 	p.sess.stored = true
@@ -983,43 +983,171 @@ func (s *Server) store(p *plan, rep reply, id int64) {
 		defer cancel()
 		p.sess.mu.Lock()
 		defer p.sess.mu.Unlock()
-		stored := 0
-		for _, turn := range p.prior {
-			msgs := s.toMemory(p.d, turn)
-			if len(msgs) == 0 {
+		us := units(p.all)
+		hist, n := s.history(p, us, rep)
+		var batches [][]histMsg
+		if start, ok := alignBatch(p.sess.synced, keysOf(hist), n); ok {
+			batches = [][]histMsg{hist[max(start, len(hist)-maxBatch):]}
+		} else {
+			batches = byTurn(hist, p.first)
+		}
+		window := ContextWindow(p.model, s.opts.ContextWindows)
+		force := float64(p.tokensIn) >= s.opts.SoftThreshold*float64(window)
+		stored, sent := 0, false
+		var res memory.IngestResult
+		for i, b := range batches {
+			if len(b) == 0 {
 				continue
 			}
-			res, err := s.opts.Memory.Ingest(ctx, memory.IngestRequest{ConversationID: p.sess.id, Messages: msgs})
+			sent = true
+			s.warnRefused(p.sess.id, b)
+			var err error
+			res, err = s.opts.Memory.Ingest(ctx, memory.IngestRequest{ConversationID: p.sess.id, Messages: messagesOf(b), Force: force && i == len(batches)-1})
 			if err != nil {
 				s.storeFailed(id, err)
 				return
 			}
 			stored += res.Stored
-			s.setTags(p.sess, unitKey(turn[0].text), res.Tags)
-			s.setTurns(p.sess, unitKey(turn[0].text), res.TurnIDs)
+			s.remember(p.sess, us, b, res)
 		}
-		msgs := s.toMemory(p.d, p.current)
-		if a, ok := assistantMessage(rep); ok {
-			msgs = append(msgs, a)
+		if sent {
+			p.sess.synced = keysOf(hist)
 		}
-		if len(msgs) == 0 {
-			return
-		}
-		window := ContextWindow(p.model, s.opts.ContextWindows)
-		force := float64(p.tokensIn) >= s.opts.SoftThreshold*float64(window)
-		res, err := s.opts.Memory.Ingest(ctx, memory.IngestRequest{ConversationID: p.sess.id, Messages: msgs, Force: force})
-		if err != nil {
-			s.storeFailed(id, err)
-			return
-		}
-		s.setTags(p.sess, p.curKey, res.Tags)
-		s.setTurns(p.sess, p.curKey, res.TurnIDs)
 		s.opts.Journal.update(id, func(r *Record) {
 			r.ResponseTags = res.Tags
-			r.Stored = stored + res.Stored
+			r.Stored = stored
 			r.Compacted = res.Compacted
 		})
 	}()
+}
+
+// maxBatch is the most messages memory takes in one Ingest.
+const maxBatch = 1000
+
+// histMsg is one message of a history for memory: unit is the index of
+// its turn (units), first whether it opens the turn, size the bytes of a
+// message over the limit (stored as a refusal, refused).
+type histMsg struct {
+	msg   memory.Message
+	key   msgKey
+	unit  int
+	first bool
+	size  int
+}
+
+// history is the request's history for memory, from its first turn on
+// (what comes before, the system prompt, is not stored): n messages, then
+// the answer when it has anything to store.
+func (s *Server) history(p *plan, us []unit, rep reply) (hist []histMsg, n int) {
+	var out []histMsg
+	for ui, u := range us {
+		for i := u.start; i < u.end; i++ {
+			if m, ok := p.d.toMemory(p.all[i]); ok {
+				out = append(out, s.histMsg(m, ui, i == u.start))
+			}
+		}
+	}
+	n = len(out)
+	if a, ok := answerMessage(p.d, rep); ok {
+		out = append(out, s.histMsg(a, len(us)-1, false))
+	}
+	return out, n
+}
+
+// histMsg makes m a message of the history. A message over memory's
+// limit, which memory refuses (failing the whole batch), is replaced by
+// one that says it was not stored, with its size and the limit: the same
+// every time the client resends it, so it lines up as any other.
+func (s *Server) histMsg(m memory.Message, unit int, first bool) histMsg {
+	h := histMsg{msg: m, unit: unit, first: first}
+	if size := len(m.Content) + len(m.ToolCalls); size > s.opts.MaxMessageBytes {
+		h.size = size
+		h.msg = memory.Message{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID, Content: mustJSON(fmt.Sprintf(
+			"[a message of %d bytes, over memory's limit of %d bytes (max_message_bytes): not stored]", size, s.opts.MaxMessageBytes))}
+	}
+	h.key = keyOf(h.msg)
+	return h
+}
+
+// warnRefused says which messages of a batch were over the limit: the
+// client is not told (its answer is gone), so the log is.
+func (s *Server) warnRefused(conv string, batch []histMsg) {
+	for _, m := range batch {
+		if m.size > 0 {
+			s.opts.Log.Warn("proxy: a message over memory's max_message_bytes was not stored; a turn saying so stands in its place",
+				"instance", s.opts.Label, "conversation", conv, "role", m.msg.Role, "bytes", m.size, "limit", s.opts.MaxMessageBytes)
+		}
+	}
+}
+
+// byTurn is the fallback's batches: on a first sight each earlier turn,
+// then the last turn with the answer; else the last turn with the answer.
+func byTurn(hist []histMsg, first bool) [][]histMsg {
+	var out [][]histMsg
+	for i := 0; i < len(hist); {
+		j := i + 1
+		for j < len(hist) && hist[j].unit == hist[i].unit {
+			j++
+		}
+		if first || j == len(hist) {
+			out = append(out, hist[i:j])
+		}
+		i = j
+	}
+	return out
+}
+
+func keysOf(h []histMsg) []msgKey {
+	out := make([]msgKey, len(h))
+	for i, m := range h {
+		out[i] = m.key
+	}
+	return out
+}
+
+func messagesOf(h []histMsg) []memory.Message {
+	out := make([]memory.Message, len(h))
+	for i, m := range h {
+		out[i] = m.msg
+	}
+	return out
+}
+
+// remember records the stored turns' ids and tags by their turn's key.
+// Memory stores the end of a batch (what follows the resend it lines up),
+// so the last res.TurnIDs messages are the new turns. A turn stored in
+// parts (a tool loop's messages come one request after another) adds to
+// what its earlier parts got. Tags are those of all the new turns: kept
+// only when they are one turn's (else learnTags asks memory later).
+func (s *Server) remember(ss *session, us []unit, batch []histMsg, res memory.IngestResult) {
+	fresh := batch[max(0, len(batch)-len(res.TurnIDs)):]
+	ids := map[int][]string{}
+	whole := map[int]bool{}
+	for i, m := range fresh {
+		ids[m.unit] = append(ids[m.unit], res.TurnIDs[i])
+		whole[m.unit] = whole[m.unit] || m.first
+	}
+	for u, turnIDs := range ids {
+		k := us[u].key
+		if !whole[u] {
+			turnIDs = append(slices.Clone(s.turnIDs(ss, k)), turnIDs...)
+		}
+		s.setTurns(ss, k, turnIDs)
+		if len(ids) > 1 {
+			continue
+		}
+		tags := res.Tags
+		if !whole[u] {
+			old, _ := s.tagsOf(ss)(k)
+			tags = slices.Clone(old)
+			for _, t := range res.Tags {
+				if !slices.Contains(tags, t) {
+					tags = append(tags, t)
+				}
+			}
+		}
+		s.setTags(ss, k, tags)
+	}
 }
 
 func (s *Server) storeFailed(id int64, err error) {
@@ -1044,24 +1172,17 @@ func (s *Server) toMemory(d dialect, msgs []message) []memory.Message {
 	return out
 }
 
-// assistantMessage renders a reply for memory: its text and tool calls.
-func assistantMessage(r reply) (memory.Message, bool) {
-	var blocks []map[string]any
-	if strings.TrimSpace(r.text) != "" {
-		blocks = append(blocks, map[string]any{"type": "text", "text": clipText(r.text)})
-	}
-	for _, c := range r.calls {
-		args := c.Args
-		if isNull(args) || !json.Valid(args) || len(args) > maxStoredText {
-			args = json.RawMessage(`{}`)
-		}
-		blocks = append(blocks, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": args})
-	}
-	switch {
-	case len(blocks) == 0:
+// answerMessage is the model's answer for memory: made from the message
+// the client sends back (its marker stripped) as the client's history is,
+// so the two are the same message to memory.
+func answerMessage(d dialect, r reply) (memory.Message, bool) {
+	if r.resent == nil {
 		return memory.Message{}, false
-	case len(blocks) == 1 && blocks[0]["type"] == "text":
-		return memory.Message{Role: "assistant", Content: mustJSON(blocks[0]["text"])}, true
 	}
-	return memory.Message{Role: "assistant", Content: mustJSON(blocks)}, true
+	raw, _ := d.strip(r.resent)
+	m, err := d.parse(raw)
+	if err != nil {
+		return memory.Message{}, false
+	}
+	return d.toMemory(m)
 }

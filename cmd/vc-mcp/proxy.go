@@ -276,7 +276,7 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			RecallTokens: file.RecallTokens, ProtectedTurns: protected, MaxRounds: file.MaxRounds,
 			NoFilter: file.FilterHistory != nil && !*file.FilterHistory, NoPaging: file.Paging != nil && !*file.Paging,
 			EngineTimeout: timeout, ContextWindows: contextLimits(cfg.ModelContextLimits, file.ContextWindows), SoftThreshold: cfg.SoftThreshold,
-			Tools: file.Tools, AllowedOrigins: cfg.AllowOrigins, Journal: journal, Log: log, LineOut: stderr,
+			Tools: file.Tools, AllowedOrigins: cfg.AllowOrigins, MaxMessageBytes: cfg.MaxMessageBytes, Journal: journal, Log: log, LineOut: stderr,
 		})
 		if err != nil {
 			return fmt.Errorf("proxy %s: %w", in.listen, err)

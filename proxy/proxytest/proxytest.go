@@ -229,6 +229,23 @@ func GeminiStream(pieces ...string) []byte {
 	return []byte(b.String())
 }
 
+// GeminiFunctionCall is a generateContent answer calling one function.
+func GeminiFunctionCall(name string, args any) []byte {
+	return MustMarshal(map[string]any{"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{
+		map[string]any{"text": "Let me look."}, map[string]any{"functionCall": map[string]any{"name": name, "args": args}}}}, "finishReason": "STOP", "index": 0}},
+		"usageMetadata": map[string]int{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}})
+}
+
+// GeminiStreamFunctionCall streams some text, then one function call.
+func GeminiStreamFunctionCall(name string, args any) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "data: %s\n\n", MustMarshal(map[string]any{"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{map[string]string{"text": "Let me "}}}, "index": 0}}}))
+	fmt.Fprintf(&b, "data: %s\n\n", MustMarshal(map[string]any{"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{map[string]string{"text": "look."}}}, "index": 0}}}))
+	fmt.Fprintf(&b, "data: %s\n\n", MustMarshal(map[string]any{"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{
+		map[string]any{"functionCall": map[string]any{"name": name, "args": args}}}}, "finishReason": "STOP", "index": 0}}}))
+	return []byte(b.String())
+}
+
 func MustMarshal(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
