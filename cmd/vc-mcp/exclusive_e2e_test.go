@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,9 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 
+	"github.com/vc-mcp/vc-mcp/internal/syncbuf"
 	"github.com/vc-mcp/vc-mcp/share"
 )
 
@@ -81,5 +84,50 @@ func TestExclusiveAgainstHTTPOwner(t *testing.T) {
 				mustOK(t, hc, "domain_status", map[string]any{"conversation_id": "c1"})
 			}
 		})
+	}
+}
+
+// TestLockWaitNamesHolder: a command run while a process that serves no
+// shared socket (a stdio `serve` with VC_SHARE=off) holds the data
+// directory says at once that it waits and for whom, instead of waiting
+// silently.
+func TestLockWaitNamesHolder(t *testing.T) {
+	dir := t.TempDir()
+	env := append(childEnv(t), "VC_SHARE=off")
+	var holder *exec.Cmd
+	tr := transport.NewStdioWithOptions(binary, nil, []string{"serve", "--data-dir", dir}, transport.WithCommandFunc(
+		func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
+			holder = exec.Command(command, args...)
+			holder.Env = env
+			return holder, nil
+		}))
+	c := client.NewClient(tr)
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	initialize(t, c) // the store is open
+	want := fmt.Sprintf("in use by pid %d", holder.Process.Pid)
+
+	for _, args := range [][]string{
+		{"status"},
+		{"export", "--format", "jsonl", "--out", filepath.Join(t.TempDir(), "out.jsonl")},
+	} {
+		cmd := exec.Command(binary, append(args, "--data-dir", dir)...)
+		cmd.Env = childEnv(t)
+		out := &syncbuf.Buffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(out.String(), want) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "waiting up to") {
+			t.Errorf("vc-mcp %s while pid %d holds the data directory: after 10s the output is %q; want a note that it waits (\"waiting up to\"), naming the holder (%q)", args[0], holder.Process.Pid, out.String(), want)
+		}
 	}
 }
