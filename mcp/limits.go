@@ -13,11 +13,13 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/vc-mcp/vc-mcp/memory"
 )
@@ -188,7 +190,10 @@ func (s *sessions) live() int {
 
 // sessionCap refuses to start a session beyond max live ones: a Streamable
 // HTTP POST without Mcp-Session-Id (an initialize) or a new legacy SSE
-// stream gets 503 with Retry-After.
+// stream gets 503 with Retry-After. Only an initialize starts a Streamable
+// HTTP session: a GET stream without Mcp-Session-Id gets 400, and one with
+// an id no initialize gave (or an expired one) 404, as the MCP spec says
+// (mcp-go would open a session for it that outlives the stream).
 func sessionCap(next http.Handler, st *sessions, max int, log *slog.Logger) http.Handler {
 	var sse atomic.Int64
 	refuse := func(w http.ResponseWriter, r *http.Request) {
@@ -203,6 +208,28 @@ func sessionCap(next http.Handler, st *sessions, max int, log *slog.Logger) http
 				refuse(w, r)
 				return
 			}
+			// mcp-go mints the session before it answers the initialize,
+			// and sends its id with an error too: such a session was never
+			// opened, and counts no more.
+			iw := &initWriter{ResponseWriter: w}
+			next.ServeHTTP(iw, r)
+			if id := w.Header().Get("Mcp-Session-Id"); id != "" && iw.failed() {
+				_, _ = st.Terminate(id)
+				log.Debug("initialize failed; its session is dropped", "session", id, "status", iw.status)
+			}
+			return
+		case r.URL.Path == "/mcp" && r.Method == http.MethodGet && !mcpgo.IsModernProtocol(r.Header.Get(mcpgo.HeaderProtocolVersion)):
+			// (2026-07-28 clients have no GET stream; mcp-go says so.)
+			id := r.Header.Get("Mcp-Session-Id")
+			if id == "" {
+				log.Warn("GET stream refused: no Mcp-Session-Id", "remote", r.RemoteAddr)
+				http.Error(w, "GET /mcp needs the Mcp-Session-Id header of a session: POST an initialize first", http.StatusBadRequest)
+				return
+			}
+			if _, err := st.Validate(id); err != nil {
+				http.Error(w, "unknown or expired session: POST an initialize for a new one", http.StatusNotFound)
+				return
+			}
 		case r.URL.Path == "/sse" && r.Method == http.MethodGet:
 			if st.live()+int(sse.Add(1)) > max {
 				sse.Add(-1)
@@ -213,6 +240,66 @@ func sessionCap(next http.Handler, st *sessions, max int, log *slog.Logger) http
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// maxInitAnswer is how much of an initialize's answer initWriter keeps: an
+// error is far shorter; a longer answer is a result.
+const maxInitAnswer = 64 << 10
+
+// initWriter passes an initialize's answer on and keeps its status and the
+// start of its body, to tell whether it opened a session.
+type initWriter struct {
+	http.ResponseWriter
+	status int
+	head   []byte
+}
+
+func (w *initWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *initWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if room := maxInitAnswer - len(w.head); room > 0 {
+		w.head = append(w.head, p[:min(len(p), room)]...)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *initWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *initWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// failed reports whether the answer holds no initialize result: an HTTP
+// error, or a JSON-RPC error (as JSON, or as the last event of a stream).
+func (w *initWriter) failed() bool {
+	if w.status != http.StatusOK {
+		return true
+	}
+	if len(w.head) == maxInitAnswer {
+		return false
+	}
+	body := w.head
+	if strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+		i := bytes.LastIndex(body, []byte("data:"))
+		if i < 0 {
+			return true
+		}
+		body, _, _ = bytes.Cut(body[i+len("data:"):], []byte("\n"))
+	}
+	var answer struct {
+		Result json.RawMessage `json:"result"`
+	}
+	return json.Unmarshal(body, &answer) != nil || len(answer.Result) == 0 || string(answer.Result) == "null"
 }
 
 // lineCap copies newline-delimited JSON-RPC from in to the returned reader,

@@ -177,6 +177,116 @@ func TestIdleSessionsExpire(t *testing.T) {
 	}
 }
 
+// getStream opens GET /mcp with hdr and returns its status once the headers
+// arrive (or the request has waited a second), closing the stream.
+func getStream(t *testing.T, url string, hdr map[string]string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// TestSessionlessGETRefused: a Streamable HTTP GET without Mcp-Session-Id
+// (or with one no initialize gave) is refused and opens no session, so such
+// streams never use up max_sessions; a GET on an initialized session and a
+// legacy SSE stream still open.
+func TestSessionlessGETRefused(t *testing.T) {
+	const n = 3
+	h := NewHTTPHandler(NewServer(newFakeMemory(), Options{}), HTTPOptions{MaxSessions: n})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	t.Cleanup(func() { h.Shutdown(context.Background()) })
+
+	for range 2 * n {
+		if got := getStream(t, srv.URL+"/mcp", nil); got != http.StatusBadRequest {
+			t.Fatalf("GET /mcp without Mcp-Session-Id: got %d, want 400", got)
+		}
+	}
+	if got := getStream(t, srv.URL+"/mcp", map[string]string{"Mcp-Session-Id": "vc-0b8a3e52-5f0e-4a8e-9d57-2a4b0c1d9e77"}); got != http.StatusNotFound {
+		t.Fatalf("GET /mcp with a session id no initialize gave: got %d, want 404", got)
+	}
+	if got := h.LiveSessions(); got != 0 {
+		t.Fatalf("live sessions after the refused GETs: %d, want 0", got)
+	}
+	var ids []string
+	for i := range n {
+		res := post(t, srv.URL+"/mcp", initBody, nil)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("initialize %d after the refused GETs: got %d, want 200", i+1, res.StatusCode)
+		}
+		ids = append(ids, res.Header.Get("Mcp-Session-Id"))
+	}
+	if got := getStream(t, srv.URL+"/mcp", map[string]string{"Mcp-Session-Id": ids[0]}); got != http.StatusOK {
+		t.Errorf("GET /mcp on an initialized session: got %d, want 200", got)
+	}
+	if got := h.LiveSessions(); got != n {
+		t.Errorf("live sessions: %d, want %d", got, n)
+	}
+	for _, id := range ids[1:] {
+		req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/mcp", nil)
+		req.Header.Set("Mcp-Session-Id", id)
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			res.Body.Close()
+		}
+	}
+	if got := getStream(t, srv.URL+"/sse", nil); got != http.StatusOK {
+		t.Errorf("GET /sse (legacy SSE): got %d, want 200", got)
+	}
+}
+
+// TestFailedInitializeOpensNoSession: an initialize answered with an error
+// leaves no session behind to count against max_sessions, and its id (mcp-go
+// sends one all the same) is refused afterwards.
+func TestFailedInitializeOpensNoSession(t *testing.T) {
+	const n = 2
+	h := NewHTTPHandler(NewServer(newFakeMemory(), Options{}), HTTPOptions{MaxSessions: n})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	t.Cleanup(func() { h.Shutdown(context.Background()) })
+
+	var failed []string
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":"x"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5}}`,
+	} {
+		res := post(t, srv.URL+"/mcp", body, nil)
+		if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusBadRequest {
+			t.Fatalf("bad initialize %s: got %d, want a JSON-RPC error (200 or 400)", body, res.StatusCode)
+		}
+		if id := res.Header.Get("Mcp-Session-Id"); id != "" {
+			failed = append(failed, id)
+		}
+	}
+	if got := h.LiveSessions(); got != 0 {
+		t.Fatalf("live sessions after failed initializes: %d, want 0", got)
+	}
+	for i := range n {
+		if res := post(t, srv.URL+"/mcp", initBody, nil); res.StatusCode != http.StatusOK {
+			t.Fatalf("initialize %d after the failed ones: got %d, want 200", i+1, res.StatusCode)
+		}
+	}
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	for _, id := range failed {
+		if res := post(t, srv.URL+"/mcp", ping, map[string]string{"Mcp-Session-Id": id}); res.StatusCode != http.StatusNotFound {
+			t.Errorf("ping with the id of a failed initialize: got %d, want 404", res.StatusCode)
+		}
+	}
+}
+
 // TestStdioLineCap: an oversized line gets a JSON-RPC error with its id,
 // the server keeps serving, and the line is never held whole in memory.
 func TestStdioLineCap(t *testing.T) {

@@ -120,8 +120,8 @@ func writeSocketFile(dataDir, path string) error {
 type Owner struct {
 	Server  *mcpserver.MCPServer
 	Version string
-	Kind    string // "daemon" or "http"
-	Addr    string // the HTTP address, for Kind "http"
+	Kind    string // "daemon", "http" or "proxy" (see Hello.Kind)
+	Addr    string // the HTTP address, for Kind "http" and "proxy"
 	DataDir string
 	// Idle ends Serve after this long without a connection; 0 never.
 	Idle time.Duration
@@ -261,6 +261,12 @@ func (o *Owner) handle(ctx context.Context, c net.Conn) {
 	_ = c.SetDeadline(time.Time{})
 	switch req.Mode {
 	case ModeStop:
+		if o.Kind != "daemon" {
+			// Its HTTP clients keep it; the client saw the kind in
+			// the hello and says whom to stop.
+			o.Log.Warn("stop refused: this process serves HTTP clients too; stop the process itself", "by_pid", req.PID, "by_version", req.Version)
+			return
+		}
 		o.Log.Info("stop requested", "by_pid", req.PID, "by_version", req.Version)
 		o.once.Do(func() { close(o.stop) })
 		return

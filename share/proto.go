@@ -42,11 +42,27 @@ type Hello struct {
 	Proto   int       `json:"vc_mcp"`
 	PID     int       `json:"pid"`
 	Version string    `json:"version"`
-	Kind    string    `json:"kind"` // "daemon" or "http" (a `serve --http` that owns the data dir)
+	Kind    string    `json:"kind"` // "daemon", "http" (a `serve --http` that owns the data dir) or "proxy" (a `vc-mcp proxy`)
 	Addr    string    `json:"addr,omitempty"`
 	DataDir string    `json:"data_dir"`
 	Since   time.Time `json:"since"`
 	Hosts   []Host    `json:"hosts"`
+}
+
+// ServesHTTP reports whether the owner is a `serve --http` or a proxy: it
+// has HTTP clients of its own and is never stopped on request (a stop would
+// cut them off and leave it holding the directory without its socket).
+func (h Hello) ServesHTTP() bool { return h.Kind != "daemon" }
+
+// Command is how the owner was started, e.g. "vc-mcp serve --http".
+func (h Hello) Command() string {
+	switch h.Kind {
+	case "daemon":
+		return "vc-mcp daemon"
+	case "http":
+		return "vc-mcp serve --http"
+	}
+	return "vc-mcp " + h.Kind
 }
 
 // Host is one connected MCP session, named by its initialize.

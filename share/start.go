@@ -156,20 +156,43 @@ func Status(ctx context.Context, dataDir string) (Hello, error) {
 	return h, nil
 }
 
+// stopTimeout bounds the wait for a stopped owner to exit (it closes its
+// sessions and its store first).
+const stopTimeout = 30 * time.Second
+
 // Stop asks dataDir's owner to close its sessions and exit, and waits until
-// its socket is gone. Hosts' bridges reconnect by themselves. It returns
-// the stopped owner's Hello, or ErrNoOwner.
+// it has exited. Hosts' bridges reconnect by themselves. It returns the
+// stopped owner's Hello, or ErrNoOwner. An owner that serves HTTP clients
+// (Hello.ServesHTTP) is not stopped: the error says to stop that process.
 func Stop(ctx context.Context, dataDir, version string) (Hello, error) {
+	// Who it is first: an owner of an earlier version stops on request
+	// whatever its kind.
+	h, err := Status(ctx, dataDir)
+	if err != nil {
+		return Hello{}, err
+	}
+	if h.ServesHTTP() {
+		return h, servesHTTPError(dataDir, h)
+	}
 	conn, r, h, err := connect(ctx, dataDir, ModeStop, version)
 	if err != nil {
 		return Hello{}, err
 	}
+	if h.ServesHTTP() {
+		// Another owner since the status: it refuses the stop.
+		conn.Close()
+		return h, servesHTTPError(dataDir, h)
+	}
 	// The owner closes the connection when it goes.
 	_, _ = r.ReadByte()
 	conn.Close()
+	deadline := time.Now().Add(stopTimeout)
 	for {
 		if !processAlive(h.PID) || h.PID == os.Getpid() {
 			return h, nil
+		}
+		if time.Now().After(deadline) {
+			return h, fmt.Errorf("%s (pid %d), asked to stop, still runs after %s; look at %s, or end that process", h.Command(), h.PID, stopTimeout, LogFile(dataDir))
 		}
 		select {
 		case <-ctx.Done():
@@ -177,6 +200,12 @@ func Stop(ctx context.Context, dataDir, version string) (Hello, error) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// servesHTTPError says that dataDir's owner h serves HTTP clients and who
+// to stop.
+func servesHTTPError(dataDir string, h Hello) error {
+	return fmt.Errorf("%s is served by `%s` (pid %d at %s), which has HTTP clients of its own: stop it first", dataDir, h.Command(), h.PID, h.Addr)
 }
 
 // Dial returns an mcp-go client connected to dataDir's owner (started if
@@ -205,9 +234,10 @@ func Dial(ctx context.Context, cfg Config) (*client.Client, error) {
 func holdFile(dataDir string) string { return filepath.Join(dataDir, "vc-mcp.hold") }
 
 // Exclusive takes dataDir for this process: it keeps new owners from
-// starting, stops the running one (its hosts' bridges wait and reconnect
-// afterwards) and returns a release function. The caller then opens the
-// store itself.
+// starting, stops the running shared daemon (its hosts' bridges wait and
+// reconnect afterwards) and returns a release function. The caller then
+// opens the store itself. A `serve --http` or a proxy owning the directory
+// is left serving, and the error names it.
 func Exclusive(ctx context.Context, dataDir, version string) (release func(), err error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
@@ -218,16 +248,11 @@ func Exclusive(ctx context.Context, dataDir, version string) (release func(), er
 			memory.FileError(err, dataDir, "run it", "nothing was changed"))
 	}
 	release = func() { _ = os.Remove(holdFile(dataDir)) }
-	h, err := Stop(ctx, dataDir, version)
-	switch {
-	case errors.Is(err, ErrNoOwner):
-	case err != nil:
+	// Stop refuses to stop a `serve --http` or a proxy: that would cut its
+	// HTTP clients off.
+	if _, err := Stop(ctx, dataDir, version); err != nil && !errors.Is(err, ErrNoOwner) {
 		release()
 		return nil, err
-	case h.Kind == "http":
-		// Stopping a `serve --http` would cut its HTTP clients off.
-		release()
-		return nil, fmt.Errorf("%s is served by `vc-mcp serve --http` (pid %d at %s): stop it first", dataDir, h.PID, h.Addr)
 	}
 	return release, nil
 }

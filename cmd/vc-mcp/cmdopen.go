@@ -132,7 +132,7 @@ func openForCommand(ctx context.Context, name string, cfg settings, stderr io.Wr
 			return nil, nil, fmt.Errorf("%s: %w", name, err)
 		}
 		undo = append(undo, release)
-		store, err = openExclusive(ctx, cfg, opts)
+		store, err = openExclusive(ctx, name, cfg, opts, stderr)
 	}
 	if err != nil {
 		unwind()
@@ -167,18 +167,33 @@ func openMaintenance(ctx context.Context, name string, common []string, stderr i
 // host started just before the hold was taken may have passed its wait for
 // the hold and take the lock after exclusive() found no owner to stop; it
 // listens by then, so on ErrLocked it is asked again to hand over, until
-// handOverTimeout.
-func openExclusive(ctx context.Context, cfg settings, opts memory.Options) (*memory.Store, error) {
+// handOverTimeout. The holder may also be a process that serves no socket
+// (a stdio `serve` with VC_SHARE=off, another command): the user is told
+// once whom the command waits for.
+func openExclusive(ctx context.Context, name string, cfg settings, opts memory.Options, stderr io.Writer) (*memory.Store, error) {
 	deadline := time.Now().Add(handOverTimeout)
 	opts.LockTimeout = 2 * time.Second
-	for {
+	for try := 0; ; try++ {
 		store, err := memory.Open(ctx, opts)
 		if err == nil || !errors.Is(err, memory.ErrLocked) || time.Now().After(deadline) {
 			return store, err
+		}
+		if try == 0 {
+			noteWaiting(stderr, name, err)
 		}
 		// The hold file is this process's already; only the stop matters.
 		if _, xerr := share.Exclusive(ctx, cfg.DataDir, buildVersion()); xerr != nil {
 			return nil, errors.Join(err, xerr)
 		}
 	}
+}
+
+// noteWaiting tells the user that the command (name, or "" for the CLI's
+// own) waits up to handOverTimeout for the holder of the data directory,
+// which lockErr (memory.ErrLocked) names.
+func noteWaiting(stderr io.Writer, name string, lockErr error) {
+	if name != "" {
+		name += ": "
+	}
+	fmt.Fprintf(stderr, "vc-mcp: %swaiting up to %s for the data directory: %v\n", name, handOverTimeout, lockErr)
 }

@@ -74,9 +74,9 @@ func daemonStatus(ctx context.Context, dataDir string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("daemon status: %w", err)
 	}
-	what := "vc-mcp daemon"
-	if h.Kind == "http" {
-		what = "vc-mcp serve --http " + h.Addr
+	what := h.Command()
+	if h.Addr != "" {
+		what += " " + h.Addr
 	}
 	fmt.Fprintf(stdout, "%s (pid %d, version %s) serves %s since %s (%s)\nsocket: %s\n",
 		what, h.PID, h.Version, h.DataDir, h.Since.Local().Format(time.RFC3339), time.Since(h.Since).Round(time.Second), share.SocketPath(dataDir))

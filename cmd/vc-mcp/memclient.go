@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -34,7 +35,7 @@ func openMemClient(ctx context.Context, cfg settings, stderr io.Writer) (*memCli
 	// Asked to be read-only, a command never reaches the shared server,
 	// which would store what it is given.
 	if _, err := share.Status(ctx, cfg.DataDir); err == nil && !cfg.ReadOnly {
-		return dialShared(ctx, cfg, log)
+		return dialShared(ctx, cfg, log, 0)
 	}
 	opts := memoryOptions(cfg, log)
 	var err error
@@ -47,9 +48,16 @@ func openMemClient(ctx context.Context, cfg settings, stderr io.Writer) (*memCli
 	}
 	store, err := memory.Open(ctx, opts)
 	if errors.Is(err, memory.ErrLocked) && !cfg.ReadOnly {
-		// A shared server started meanwhile: use it.
+		// A shared server started meanwhile (it holds the directory before
+		// it listens): use it. The holder may also be a process that
+		// serves no socket; the user is told whom the command waits for.
 		sm.close()
-		return dialShared(ctx, cfg, log)
+		noteWaiting(stderr, "", err)
+		m, derr := dialShared(ctx, cfg, log, handOverTimeout)
+		if derr != nil {
+			return nil, fmt.Errorf("open %s: %w", cfg.DataDir, errors.Join(err, derr))
+		}
+		return m, nil
 	}
 	if err != nil {
 		sm.close()
@@ -77,9 +85,10 @@ func openMemClient(ctx context.Context, cfg settings, stderr io.Writer) (*memCli
 }
 
 // dialShared is one MCP session with the running shared server; it never
-// starts one.
-func dialShared(ctx context.Context, cfg settings, log *slog.Logger) (*memClient, error) {
-	c, err := share.Dial(ctx, share.Config{DataDir: cfg.DataDir, Version: buildVersion(), Log: log})
+// starts one, and waits up to wait (0: share.Config's default) for one to
+// listen.
+func dialShared(ctx context.Context, cfg settings, log *slog.Logger, wait time.Duration) (*memClient, error) {
+	c, err := share.Dial(ctx, share.Config{DataDir: cfg.DataDir, Version: buildVersion(), Log: log, StartTimeout: wait})
 	if err != nil {
 		return nil, err
 	}

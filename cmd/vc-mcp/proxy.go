@@ -252,7 +252,7 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	mcpSrv := mcp.NewServer(store, mcp.Options{Version: buildVersion(), Logger: log, Sampling: sm.sampling})
 	stopSocket := func() {}
 	if !store.ReadOnly() { // a read-only proxy writes nothing there, and takes no host over
-		stopSocket = serveSocket(ctx, mcpSrv, cfg, listeners[0].Addr().String(), log)
+		stopSocket = serveSocket(ctx, mcpSrv, cfg, "proxy", listeners[0].Addr().String(), log)
 	}
 	defer stopSocket()
 	release()

@@ -93,7 +93,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		httpOpts.API = store // the REST API: /api/config, /api/status, /api/compact
 		stopOwner := func() {}
 		if !store.ReadOnly() {
-			stopOwner = serveSocket(ctx, srv, cfg, httpListener.Addr().String(), log)
+			stopOwner = serveSocket(ctx, srv, cfg, "http", httpListener.Addr().String(), log)
 		}
 		release()
 		err = serveHTTP(ctx, httpListener, srv, cfg, httpOpts, log, stderr)

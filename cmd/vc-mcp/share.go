@@ -66,15 +66,16 @@ func openShared(ctx context.Context, cfg settings, opts memory.Options, take boo
 // handOverTimeout bounds the wait for a stopped owner to release the lock.
 const handOverTimeout = 30 * time.Second
 
-// serveSocket makes this `serve --http` the data directory's shared server
-// for stdio hosts too. A failure only costs the sharing, not HTTP.
-func serveSocket(ctx context.Context, srv *mcpserver.MCPServer, cfg settings, addr string, log *slog.Logger) (stop func()) {
+// serveSocket makes this `serve --http` (kind "http") or proxy (kind
+// "proxy") the data directory's shared server for stdio hosts too. A
+// failure only costs the sharing, not HTTP.
+func serveSocket(ctx context.Context, srv *mcpserver.MCPServer, cfg settings, kind, addr string, log *slog.Logger) (stop func()) {
 	l, err := share.Listen(cfg.DataDir, log)
 	if err != nil {
 		log.Warn("stdio hosts cannot share this server", "err", err)
 		return func() {}
 	}
-	owner := &share.Owner{Server: srv, Version: buildVersion(), Kind: "http", Addr: addr, DataDir: cfg.DataDir, Log: log}
+	owner := &share.Owner{Server: srv, Version: buildVersion(), Kind: kind, Addr: addr, DataDir: cfg.DataDir, Log: log}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
