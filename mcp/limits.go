@@ -127,25 +127,49 @@ func bodyLimit(next http.Handler, max int64, log *slog.Logger) http.Handler {
 
 // sessions is the Streamable HTTP session id manager: ids are random, known
 // to this process, and expire after ttl without a request. It counts live
-// sessions so that new ones can be refused beyond a cap.
+// sessions so that new ones can be refused beyond a cap. A session that no
+// request has named since its initialize (a client that sent the
+// initialize and went away before reading the id: it can neither use nor
+// delete the session) expires after unusedTTL, or it would hold a place
+// under the cap for the whole ttl.
 type sessions struct {
 	ttl time.Duration
 	now func() time.Time
 
 	mu   sync.Mutex
-	last map[string]time.Time
+	last map[string]sessionSeen
 }
 
+// sessionSeen is when a session was last named, and whether any request
+// has named it since its initialize.
+type sessionSeen struct {
+	at   time.Time
+	used bool
+}
+
+// unusedTTL is how long a session nothing has named since its initialize
+// lives: a client sends notifications/initialized at once.
+const unusedTTL = time.Minute
+
 func newSessions(ttl time.Duration) *sessions {
-	return &sessions{ttl: ttl, now: time.Now, last: map[string]time.Time{}}
+	return &sessions{ttl: ttl, now: time.Now, last: map[string]sessionSeen{}}
 }
 
 func (s *sessions) Generate() string {
 	id := "vc-" + uuid.NewString()
 	s.mu.Lock()
-	s.last[id] = s.now()
+	s.last[id] = sessionSeen{at: s.now()}
 	s.mu.Unlock()
 	return id
+}
+
+// expired reports whether a session last seen as seen is gone at now.
+func (s *sessions) expired(seen sessionSeen, now time.Time) bool {
+	ttl := s.ttl
+	if !seen.used {
+		ttl = min(ttl, unusedTTL)
+	}
+	return now.Sub(seen.at) > ttl
 }
 
 var errUnknownSession = errors.New("unknown or expired session")
@@ -155,16 +179,16 @@ var errUnknownSession = errors.New("unknown or expired session")
 func (s *sessions) Validate(id string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, ok := s.last[id]
+	seen, ok := s.last[id]
 	if !ok {
 		return false, errUnknownSession
 	}
 	now := s.now()
-	if now.Sub(t) > s.ttl {
+	if s.expired(seen, now) {
 		delete(s.last, id)
 		return false, errUnknownSession
 	}
-	s.last[id] = now
+	s.last[id] = sessionSeen{at: now, used: true}
 	return false, nil
 }
 
@@ -180,8 +204,8 @@ func (s *sessions) live() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	for id, t := range s.last {
-		if now.Sub(t) > s.ttl {
+	for id, seen := range s.last {
+		if s.expired(seen, now) {
 			delete(s.last, id)
 		}
 	}

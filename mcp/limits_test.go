@@ -354,3 +354,37 @@ func TestStdioLineCap(t *testing.T) {
 		t.Fatal("ServeStdioWith did not return")
 	}
 }
+
+// TestUnusedSessionsExpireSoon: a session no request has named since its
+// initialize (its client sent the initialize and left before reading the
+// id, so it can neither use nor delete it) holds a place under
+// max_sessions for a minute, not for the whole idle TTL (found by a
+// hostile review: six such initializes locked new clients out for 30
+// minutes). A session in use keeps the idle TTL.
+func TestUnusedSessionsExpireSoon(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	s := newSessions(30 * time.Minute)
+	s.now = func() time.Time { return now }
+	abandoned, used := s.Generate(), s.Generate()
+	if _, err := s.Validate(used); err != nil { // notifications/initialized
+		t.Fatal(err)
+	}
+	now = now.Add(unusedTTL - time.Second)
+	if got := s.live(); got != 2 {
+		t.Fatalf("live before a minute: %d, want 2", got)
+	}
+	now = now.Add(2 * time.Second)
+	if got := s.live(); got != 1 {
+		t.Fatalf("live after a minute: %d, want 1 (the abandoned one expired)", got)
+	}
+	if _, err := s.Validate(abandoned); err == nil {
+		t.Error("the abandoned session is still valid")
+	}
+	if _, err := s.Validate(used); err != nil {
+		t.Errorf("the session in use expired after a minute: %v", err)
+	}
+	now = now.Add(30*time.Minute + time.Second)
+	if got := s.live(); got != 0 {
+		t.Errorf("live after the idle TTL: %d, want 0", got)
+	}
+}
