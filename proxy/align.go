@@ -39,6 +39,27 @@ func keyOf(m memory.Message) msgKey {
 	return k
 }
 
+// agreeRun is how many messages before a position both lists must hold
+// alike for the histories to line up there. One equal message is chance,
+// not the same history: a client that keeps only its latest messages (a
+// sliding window) or a second client sharing the conversation has an
+// "ok" or a "continue" where the stored history had one, and lining up on
+// it dropped that client's new messages as resent, or stored its older
+// ones again (found by a hostile review). A client that edits a message
+// further back still lines up.
+const agreeRun = 3
+
+// agree reports whether a and b hold the same messages in the agreeRun
+// positions before end (all of them, when there are fewer).
+func agree(a, b []msgKey, end int) bool {
+	for i := max(0, end-agreeRun); i < end; i++ {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // maxOverlap bounds how much of the stored tail a batch repeats: past it
 // the history is periodic for longer than any conversation is, and the
 // batch starts at the head of the history instead.
@@ -53,9 +74,10 @@ const maxOverlap = 64
 // current turn, as memory aligns it.
 //
 // new is the first message not stored yet: the one after the position of
-// synced's last message, when hist has the same message there (older
-// messages may have been edited since: they are not stored again), or the
-// answer, when hist is a request sent again (a retry, a regenerated answer).
+// synced's last message, when hist holds the same messages in the
+// agreeRun positions up to there (a message further back may have been
+// edited since: it is not stored again), or the answer, when hist is the
+// request stored last sent again (a retry, a regenerated answer).
 // The batch repeats the fewest messages before new (o) for which memory's
 // alignment, applied to synced as the stored tail, skips exactly those o.
 func alignBatch(synced, hist []msgKey, n int) (start int, ok bool) {
@@ -64,9 +86,11 @@ func alignBatch(synced, hist []msgKey, n int) (start int, ok bool) {
 	switch {
 	case e == 0 || n < 1:
 		return 0, false
-	case n >= e && hist[e-1] == synced[e-1]:
+	case n >= e && agree(hist, synced, e):
 		next = e
-	case n < e && hist[n-1] == synced[n-1]:
+	case n == e-1 && agree(hist, synced, n):
+		// The request stored last, sent again (synced is its history and
+		// its answer): a retry, or a regenerated answer.
 		next = n
 	default:
 		return 0, false

@@ -26,6 +26,13 @@ func TestAlignBatch(t *testing.T) {
 		{name: "older message edited", synced: "uAvB", hist: "zAvBwC", start: 4, ok: true},
 		{name: "last stored message differs", synced: "uAvB", hist: "uAvDwC", ok: false},
 		{name: "history cut at the front", synced: "uAvB", hist: "vBwC", ok: false},
+		// Found by a hostile review: one equal message at one place lined
+		// these up, dropping the window's new "continue" as a retry and
+		// storing the second client's older exchange again.
+		{name: "sliding window, as long as a retry", synced: "sAcD", hist: "cDcE", ok: false},
+		{name: "sliding window, shorter", synced: "sAcDcE", hist: "DcEcF", ok: false},
+		{name: "second client on the conversation", synced: "bAxK", hist: "bAyKzKwK", ok: false},
+		{name: "the message before the last three edited", synced: "uAvBwC", hist: "zAvBwCxD", start: 6, ok: true},
 	}
 	keys := func(s string) []msgKey {
 		out := make([]msgKey, len(s))
