@@ -75,11 +75,11 @@ func decodeRequests(lines [][]byte) []RequestRecord {
 // another record.
 func (s *Store) startRequestWriter() {
 	if s.ro == nil {
-		crashed, err := requestlog.Begin(filepath.Join(s.opts.Dir, requestsDir))
+		crashes, err := requestlog.Begin(filepath.Join(s.opts.Dir, requestsDir))
 		if err != nil {
 			s.log.Warn("request ids given before a crash may be given again", "err", err)
 		}
-		s.reqAfterCrash, s.reqMarked = crashed, err == nil
+		s.reqCrashes, s.reqMarked = crashes, err == nil
 	}
 	s.reqw = requestlog.StartWriter(func(err error) {
 		s.log.Warn("recording the request context failed; the recall was unaffected", "err", err)
@@ -119,7 +119,7 @@ func (s *Store) requestLog(id string) *requestlog.History {
 	if v, ok := s.reqs.Load(id); ok { // a recall's path: no allocation
 		return v.(*requestlog.History)
 	}
-	v, _ := s.reqs.LoadOrStore(id, requestlog.New(s.requestsPath(id), requestFormat).Resume(s.reqAfterCrash))
+	v, _ := s.reqs.LoadOrStore(id, requestlog.New(s.requestsPath(id), requestFormat).Resume(s.reqCrashes))
 	return v.(*requestlog.History)
 }
 

@@ -108,9 +108,10 @@ type Store struct {
 	rec reconciler // catches the derived stores up (reconcile.go)
 
 	// reqMarked: the request histories are marked in use by this store
-	// (requestlog.Begin); reqAfterCrash: they were marked already, by a
-	// process that crashed. Set at Open.
-	reqMarked, reqAfterCrash bool
+	// (requestlog.Begin); reqCrashes: how many processes before it, in a
+	// row, crashed with them marked. Set at Open.
+	reqMarked  bool
+	reqCrashes int
 
 	// ro is set when the store serves a snapshot of a data directory it
 	// may not write (readonly.go).

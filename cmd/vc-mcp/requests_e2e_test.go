@@ -14,7 +14,9 @@ import (
 // fsync'd. When the shared server dies by kill -9 before its records are
 // written (here: the history is gone, as if none had been), the ids it
 // gave must not be given again to other recalls: the next server numbers
-// past them. After a clean stop numbering goes on where it was.
+// past them, and after a second crash in a row, past the numbers the
+// server in between gave. After a clean stop numbering goes on where it
+// was.
 func TestRequestIDsAfterACrash(t *testing.T) {
 	dir := t.TempDir()
 	s := startStdio(t, dir)
@@ -37,35 +39,48 @@ func TestRequestIDsAfterACrash(t *testing.T) {
 	for range 3 {
 		given[recallID(s)] = true
 	}
-	st, err := share.Status(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
+	// crash kills the server holding the store and its host, and removes
+	// the history: the records were never written.
+	crash := func(s *stdioServer) {
+		t.Helper()
+		st, err := share.Status(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, err := os.FindProcess(st.PID); err != nil {
+			t.Fatalf("find the shared server: %v", err)
+		} else if err := p.Kill(); err != nil { // SIGKILL on unix
+			t.Fatalf("kill the shared server: %v", err)
+		}
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+		waitFor(t, "the killed server to be gone", func() bool { return !holderAlive(dir) })
+		if err := os.Remove(filepath.Join(dir, "requests", "default.jsonl.gz")); err != nil {
+			t.Fatalf("the request history was not written before the kill: %v", err)
+		}
 	}
-	if p, err := os.FindProcess(st.PID); err != nil {
-		t.Fatalf("find the shared server: %v", err)
-	} else if err := p.Kill(); err != nil { // SIGKILL on unix
-		t.Fatalf("kill the shared server: %v", err)
-	}
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-	waitFor(t, "the killed server to be gone", func() bool { return !holderAlive(dir) })
-	if err := os.Remove(filepath.Join(dir, "requests", "default.jsonl.gz")); err != nil {
-		t.Fatalf("the request history was not written before the kill: %v", err)
-	}
-
-	s2 := startStdio(t, dir)
-	after := recallID(s2)
+	crash(s)
+	s1 := startStdio(t, dir)
+	after := recallID(s1)
 	if given[after] {
 		t.Fatalf("after a crash, request id %s was given again (given before: %v)", after, given)
 	}
 	if after != "r201" {
 		t.Errorf("after a crash the first request id is %s, want r201 (Retention past the newest written record)", after)
 	}
+	given[after] = true
+	// Killed again before it wrote a record: the next server must not
+	// start at r201 again (found by a hostile review).
+	crash(s1)
+	s2 := startStdio(t, dir)
+	if after = recallID(s2); given[after] || after != "r401" {
+		t.Fatalf("after two crashes in a row the first request id is %s, want r401 (given before: %v)", after, given)
+	}
 	next := recallID(s2)
 	s2.c.Close()
 	quiesceNow(t, dir)
 	s3 := startStdio(t, dir)
-	if got := recallID(s3); got != "r203" {
-		t.Errorf("after %s and a clean stop the next request id is %s, want r203", next, got)
+	if got := recallID(s3); got != "r403" {
+		t.Errorf("after %s and a clean stop the next request id is %s, want r403", next, got)
 	}
 }

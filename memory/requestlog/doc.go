@@ -72,9 +72,10 @@
 // numbering after a restart goes on from the file's newest record. A
 // process that writes histories marks their directory in use (Begin,
 // the file InUse) and removes the mark once all it numbered is written
-// (End); a mark found at Begin says the process before crashed, and the
-// histories it opens number Retention past their newest record (Resume),
-// so that no number that process gave out names another record.
+// (End); the mark counts the processes that began since the last End, so
+// Begin knows how many crashed in a row, and the histories opened then
+// number Retention past their newest record for each (Resume): no number
+// a crashed process gave out names another record.
 // Reading a history reads the queued records too, so a reader sees every
 // record a caller has numbered; rewriting one (Update, a scrub) writes
 // what is queued first, drops it when that fails (so that no record

@@ -72,9 +72,9 @@ type History struct {
 	// marker.
 	mu   sync.Mutex
 	next int // seq of the next record
-	// afterCrash: numbering resumes Retention past the file's newest
-	// record (Resume).
-	afterCrash bool
+	// skip: numbering resumes skip past the file's newest record, after
+	// crashes (Resume).
+	skip int
 	// marked says the history's scope-all marker is known to exist.
 	marked bool
 	// queue holds the records numbered but not written yet, oldest first:
@@ -176,9 +176,7 @@ func (h *History) open() error {
 	h.ends, h.scopeAll = f.ends, f.scopeAll
 	h.mu.Lock()
 	h.next = f.lastSeq(h.format.Seq) + 1
-	if h.afterCrash {
-		h.next += Retention
-	}
+	h.next += h.skip
 	h.loaded.Store(true)
 	h.mu.Unlock()
 	return nil

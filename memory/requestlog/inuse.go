@@ -6,41 +6,49 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/vc-mcp/vc-mcp/internal/files"
 )
 
 // InUse names the file a process keeps in a directory of histories while
 // it writes them: Begin makes it, End removes it once everything queued
-// is written.
+// is written. It holds how many processes have begun since the last End.
 const InUse = "in-use"
 
-// Begin marks dir's histories as in use by this process, and says whether
-// the process before it stopped without End: a crash (kill -9, a power
-// cut), after which records it had numbered, and whose ids its callers
-// were given, may never have been written. Histories opened with
-// Resume(true) then number their records past those (see Resume). The
-// mark is made durable (file and directory synced) before Begin returns.
-func Begin(dir string) (crashed bool, err error) {
+// Begin marks dir's histories as in use by this process and returns how
+// many processes before it, in a row, stopped without End: crashes (kill
+// -9, a power cut), after each of which records that process had
+// numbered, and whose ids its callers were given, may never have been
+// written. Histories opened with Resume(crashes) number their records
+// past all of those. The mark is made durable (written, synced, renamed
+// into place, directory synced) before Begin returns.
+//
+// Why a count: a process started after a crash numbers from Retention
+// past the newest record written; killed in turn before it wrote one, it
+// leaves the newest record where it was, and the next process must start
+// Retention past the numbers it gave, not at them again.
+func Begin(dir string) (crashes int, err error) {
 	path := filepath.Join(dir, InUse)
-	if _, err := os.Stat(path); err == nil {
-		return true, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return false, fmt.Errorf("request histories: %w", err)
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		crashes, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || crashes < 1 {
+			crashes = 1 // an empty or unreadable mark (a mark of the first version, or torn): at least one
+		}
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		return 0, fmt.Errorf("request histories: %w", err)
 	}
-	f, err := create(path)
-	if err != nil {
-		return false, fmt.Errorf("request histories: mark them in use: %w", err)
+	if err := makeDir(dir); err != nil {
+		return crashes, fmt.Errorf("request histories: mark them in use: %w", err)
 	}
-	err = errors.Join(f.Sync(), f.Close())
-	if err == nil {
-		err = files.SyncDir(dir)
+	if err := files.AtomicWrite(path, []byte(strconv.Itoa(crashes+1)+"\n")); err != nil {
+		return crashes, fmt.Errorf("request histories: mark them in use: %w", err)
 	}
-	if err != nil {
-		_ = os.Remove(path)
-		return false, fmt.Errorf("request histories: mark them in use: %w", err)
-	}
-	return false, nil
+	return crashes, nil
 }
 
 // End removes Begin's mark: the histories in dir were written to the end
@@ -53,17 +61,17 @@ func End(dir string) error {
 	return nil
 }
 
-// Resume, with afterCrash set (Begin said the last process crashed),
-// makes the history number its records Retention past the newest one its
-// file holds, rather than right after it: the crashed process may have
-// numbered records it never wrote, and their numbers, already given to
-// its callers as request ids, must not name other records now. At most
-// Retention records wait unwritten in a queue; a full disk that made the
-// process drop records (each drop is logged) can have used more numbers
-// than that. Resume is called before the history is used; it returns h.
-func (h *History) Resume(afterCrash bool) *History {
+// Resume makes the history number its records crashes×Retention past the
+// newest one its file holds, rather than right after it (crashes: what
+// Begin returned). Each crashed process may have numbered up to Retention
+// records it never wrote (at most Retention wait unwritten in a queue),
+// and their numbers, already given to its callers as request ids, must
+// not name other records now. A full disk that made a process drop
+// records (each drop is logged) can have used more numbers than that.
+// Resume is called before the history is used; it returns h.
+func (h *History) Resume(crashes int) *History {
 	h.mu.Lock()
-	h.afterCrash = afterCrash
+	h.skip = max(0, crashes) * Retention
 	h.mu.Unlock()
 	return h
 }
