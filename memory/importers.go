@@ -158,8 +158,18 @@ func ParseChatGPT(r io.Reader) ([]ImportedConversation, error) {
 		}
 		var path []*gptMessage
 		var problem string
+		start := c.CurrentNode
+		if start == "" {
+			// Without current_node the thread the user last saw cannot be
+			// told: the one ending at the latest message is taken, and said.
+			start = latestLeaf(c.Mapping)
+			problem = "it has no current_node: the thread ending at its latest message was imported"
+			if start == "" {
+				problem = "it has no current_node and no message to start from: nothing could be read"
+			}
+		}
 		seen := map[string]bool{}
-		for node := c.CurrentNode; node != "" && !seen[node]; {
+		for node := start; node != "" && !seen[node]; {
 			seen[node] = true
 			n, ok := c.Mapping[node]
 			if !ok {
@@ -167,7 +177,7 @@ func ParseChatGPT(r io.Reader) ([]ImportedConversation, error) {
 				// missing node is still worth keeping, and the other
 				// conversations are not held up by this one.
 				problem = fmt.Sprintf("node %q is not in the mapping: only the %d message(s) below it could be read", node, len(path))
-				if node == c.CurrentNode {
+				if node == start {
 					problem = fmt.Sprintf("its current_node %q is not in the mapping: nothing could be read", node)
 				}
 				break
@@ -206,6 +216,25 @@ func ParseChatGPT(r io.Reader) ([]ImportedConversation, error) {
 		}
 	}
 	return distinctIDs(out), nil
+}
+
+// latestLeaf returns the node without children whose message is the
+// latest (by create_time, then id), or "" when no node has a message.
+func latestLeaf(mapping map[string]gptNode) string {
+	best, bestAt := "", -1.0
+	for id, n := range mapping {
+		if len(n.Children) > 0 || n.Message == nil {
+			continue
+		}
+		at := 0.0
+		if n.Message.CreateTime != nil {
+			at = *n.Message.CreateTime
+		}
+		if at > bestAt || at == bestAt && id > best {
+			best, bestAt = id, at
+		}
+	}
+	return best
 }
 
 // distinctIDs gives each conversation of one export its own id. importID

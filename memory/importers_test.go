@@ -160,7 +160,9 @@ func gptChat(title, id string, texts ...string) string {
 // same on every parse; a conversation whose thread points at a node the
 // export lacks keeps what could be read and says what could not, and one
 // whose current node is missing is reported, without stopping the import
-// of the others (both stopped it).
+// of the others (both stopped it). One without a current_node (or with
+// null) imports the thread ending at its latest message, and says so (it
+// was dropped without a word).
 func TestChatGPTExportQuirks(t *testing.T) {
 	broken := gptChat("Cut short", "cut-1", "the top of the thread", "an answer", "the bottom of the thread")
 	broken = strings.Replace(broken, `"parent":"cut-1-n1"`, `"parent":"gone-node"`, 1)
@@ -171,6 +173,10 @@ func TestChatGPTExportQuirks(t *testing.T) {
 		gptChat("", "", "another untitled chat about kombucha"),
 		broken,
 		`{"title":"Lost","conversation_id":"lost-1","current_node":"nowhere","mapping":{}}`,
+		// Without current_node (or with null) the thread ending at the
+		// latest message is taken: these were dropped without a word.
+		strings.Replace(gptChat("No pointer", "nocur-1", "the spare key is in the shed", "noted"), `"current_node":"nocur-1-n2",`, "", 1),
+		strings.Replace(gptChat("Null pointer", "nullcur-1", "the boat is blue", "noted"), `"current_node":"nullcur-1-n2"`, `"current_node":null`, 1),
 	}, ",") + "]"
 	parse := func() []ImportedConversation {
 		convs, err := ParseChatGPT(strings.NewReader(export))
@@ -180,8 +186,8 @@ func TestChatGPTExportQuirks(t *testing.T) {
 		return convs
 	}
 	convs := parse()
-	if len(convs) != 6 {
-		t.Fatalf("parsed %d conversations, want 6", len(convs))
+	if len(convs) != 8 {
+		t.Fatalf("parsed %d conversations, want 8", len(convs))
 	}
 	ids := map[string]bool{}
 	for i, c := range convs {
@@ -204,16 +210,21 @@ func TestChatGPTExportQuirks(t *testing.T) {
 		t.Errorf("lost conversation: %d messages, problem %q", len(lost.Messages), lost.Problem)
 	}
 
+	for _, c := range convs[6:] {
+		if len(c.Messages) != 2 || !strings.Contains(c.Problem, "no current_node: the thread ending at its latest message was imported") {
+			t.Errorf("%s: %d messages, problem %q", c.ID, len(c.Messages), c.Problem)
+		}
+	}
 	s := openTest(t, Options{})
 	res, err := s.Import(t.Context(), convs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Conversations != 5 || res.Stored != 6 {
-		t.Errorf("import: %+v, want 5 conversations (the lost one has nothing) and 6 messages", res)
+	if res.Conversations != 7 || res.Stored != 10 {
+		t.Errorf("import: %+v, want 7 conversations (the lost one has nothing) and 10 messages", res)
 	}
 	list, err := s.Conversations(t.Context())
-	if err != nil || len(list) != 5 {
-		t.Errorf("stored conversations: %d (%v), want 5 as counted", len(list), err)
+	if err != nil || len(list) != 7 {
+		t.Errorf("stored conversations: %d (%v), want 7 as counted", len(list), err)
 	}
 }
