@@ -68,19 +68,24 @@ func decodeRequests(lines [][]byte) []RequestRecord {
 	return recs
 }
 
-// startRequestWriter starts the history writer; Close stops it.
-// The histories are marked in use first (requestlog.Begin): when the
-// last process to write them crashed, numbering resumes past the records
-// it may have numbered and not written, so no request id it gave names
-// another record.
-func (s *Store) startRequestWriter() {
-	if s.ro == nil {
-		crashes, err := requestlog.Begin(filepath.Join(s.opts.Dir, requestsDir))
-		if err != nil {
-			s.log.Warn("request ids given before a crash may be given again", "err", err)
-		}
-		s.reqCrashes, s.reqMarked = crashes, err == nil
+// markRequests marks the request histories in use (requestlog.Begin)
+// before anything opens one (the line warmer does, in the background):
+// when the last processes to write them crashed, numbering resumes past
+// the records they may have numbered and not written, so no request id
+// they gave names another record.
+func (s *Store) markRequests() {
+	if s.ro != nil {
+		return
 	}
+	crashes, err := requestlog.Begin(filepath.Join(s.opts.Dir, requestsDir))
+	if err != nil {
+		s.log.Warn("request ids given before a crash may be given again", "err", err)
+	}
+	s.reqCrashes, s.reqMarked = crashes, err == nil
+}
+
+// startRequestWriter starts the history writer; Close stops it.
+func (s *Store) startRequestWriter() {
 	s.reqw = requestlog.StartWriter(func(err error) {
 		s.log.Warn("recording the request context failed; the recall was unaffected", "err", err)
 	})

@@ -379,6 +379,7 @@ func open(ctx context.Context, opts Options, ro *readOnly) (*Store, error) {
 	if err := migrateLogNames(filepath.Join(opts.Dir, logsDir), s.log); err != nil {
 		return fail(err)
 	}
+	s.markRequests() // before the line warmer opens a history
 	s.startLineWarmer()
 	if err := s.recover(ctx); err != nil {
 		s.stopLineWarmer()
