@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -131,7 +132,7 @@ func (s *Store) Forget(ctx context.Context, req ForgetRequest) (ForgetResult, er
 	if reason == "" {
 		reason = "forget"
 	}
-	out, err := s.rewriteTurns(ctx, c, edits, reason)
+	out, err := s.rewriteTurns(ctx, c, edits, reason, nil)
 	if err != nil {
 		return res, err
 	}
@@ -215,9 +216,11 @@ type rewriteOutcome struct {
 // steps: what the edits touch (planRewrite, under the readers' lock), the
 // summaries made again (resummarise, no lock held), then the logs
 // rewritten and the state rebuilt (commitRewrite, under the writers'
-// lock). c.compactMu is held; c.mu is not.
-func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*masterlog.Record, reason string) (rewriteOutcome, error) {
-	p, err := s.planRewrite(c, edits)
+// lock). drop names topics to take off every turn (a redaction's: those
+// made of a secret), which then vanish as those of forgotten turns do.
+// c.compactMu is held; c.mu is not.
+func (s *Store) rewriteTurns(ctx context.Context, c *conv, edits map[int]*masterlog.Record, reason string, drop map[string]bool) (rewriteOutcome, error) {
+	p, err := s.planRewrite(c, edits, drop)
 	if err != nil {
 		return rewriteOutcome{}, err
 	}
@@ -253,13 +256,23 @@ type rewritePlan struct {
 }
 
 // planRewrite lists what the edits touch: the segments and topics whose
-// summaries hold text of edited turns, with the text they keep.
-func (s *Store) planRewrite(c *conv, edits map[int]*masterlog.Record) (rewritePlan, error) {
+// summaries hold text of edited turns, with the text they keep. The topics
+// in drop are taken off every segment and count as gone.
+func (s *Store) planRewrite(c *conv, edits map[int]*masterlog.Record, drop map[string]bool) (rewritePlan, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	p := rewritePlan{all: make([]*segmentRec, len(c.segs)), affectedSegs: map[int]bool{}, affectedTags: map[string]bool{}, hadRollup: map[string]bool{}}
 	for i, sg := range c.segs {
 		cp := *sg
+		if len(drop) > 0 {
+			cp.Tags = slices.DeleteFunc(slices.Clone(cp.Tags), func(t string) bool { return drop[t] })
+			if drop[cp.Primary] {
+				cp.Primary = ""
+				if len(cp.Tags) > 0 {
+					cp.Primary = cp.Tags[0]
+				}
+			}
+		}
 		p.all[i] = &cp
 		hit := false
 		for seq := sg.First; seq <= sg.Last && !hit; seq++ {
@@ -292,7 +305,7 @@ func (s *Store) planRewrite(c *conv, edits map[int]*masterlog.Record) (rewritePl
 				text = rec.Content
 			}
 			sp.rec.FullTokens += s.tok.Count(text)
-			kept = mergeTags(kept, t.Tags)
+			kept = mergeTags(kept, slices.DeleteFunc(slices.Clone(t.Tags), func(t string) bool { return drop[t] }))
 			sp.turns = append(sp.turns, summarize.Turn{ID: turnID(seq), Role: t.Role, Speaker: speaker, Time: t.When, Text: text})
 		}
 		var tags []string
@@ -318,8 +331,14 @@ func (s *Store) planRewrite(c *conv, edits map[int]*masterlog.Record) (rewritePl
 		}
 		p.plans = append(p.plans, sp)
 	}
-	// Topics carried only by forgotten turns vanish, names included.
+	// Topics carried only by forgotten turns vanish, names included; so
+	// do those dropped.
 	p.gone = c.goneTopics(edits)
+	for t := range drop {
+		if c.vocab[t] > 0 {
+			p.gone[t], p.affectedTags[t] = true, true
+		}
+	}
 	for tag, r := range c.tagSums {
 		for _, id := range r.Segments {
 			if p.affectedSegs[id] {
@@ -573,7 +592,19 @@ func (s *Store) afterRewrite(ctx context.Context, c *conv, nlog rewrittenLog, rl
 			forgot[turnID(seq)] = true
 		}
 	}
-	if err := s.scrubRequests(c.id, gone, forgot); err != nil {
+	// A redaction forgets no turn but re-tags its turns: a topic only
+	// their secret made (a key lowercased into a tag) is gone as well,
+	// and the request histories must not keep its name either.
+	goneNow := maps.Clone(gone)
+	for t := range oldTags {
+		if c.vocab[t] == 0 {
+			if goneNow == nil {
+				goneNow = map[string]bool{}
+			}
+			goneNow[t] = true
+		}
+	}
+	if err := s.scrubRequests(c.id, goneNow, forgot); err != nil {
 		s.log.Warn("removing forgotten turns from the request history failed", "conversation", c.id, "err", err)
 	}
 	s.purgeAtClose.Store(true)
@@ -755,6 +786,9 @@ func scrubDecision(d *decision, edits map[int]*masterlog.Record, sc scrubSet) {
 		kept := d.Turns[:0]
 		for _, t := range d.Turns {
 			if _, ok := edits[t.Seq]; !ok {
+				// A gone topic can be carried on by a turn that is
+				// kept (a redaction's topic made of a secret).
+				t.Tags, t.Related = keepTags(t.Tags), keepTags(t.Related)
 				kept = append(kept, t)
 			}
 		}

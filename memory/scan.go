@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/vc-mcp/vc-mcp/memory/masterlog"
 )
@@ -130,6 +131,7 @@ func (s *Store) scanConv(ctx context.Context, c *conv, redact bool, res *ScanRes
 	c.compactMu.Lock()
 	defer c.compactMu.Unlock()
 	edits := map[int]*masterlog.Record{}
+	drop := map[string]bool{} // topics made of a secret
 	c.mu.RLock()
 	for i := range c.turns {
 		t := &c.turns[i]
@@ -180,6 +182,9 @@ func (s *Store) scanConv(ctx context.Context, c *conv, redact bool, res *ScanRes
 		h := messageHash(in)
 		nr.Hash, nr.CRC = hex.EncodeToString(h[:]), ""
 		edits[t.Seq] = &nr
+		for _, tag := range secretTopics(t.Tags, rec.Name+"\n"+rec.Content, nr.Name+"\n"+nr.Content) {
+			drop[tag] = true
+		}
 	}
 	var sums []ScanFinding
 	for _, sg := range c.segs {
@@ -202,7 +207,7 @@ func (s *Store) scanConv(ctx context.Context, c *conv, redact bool, res *ScanRes
 	if !redact || len(edits) == 0 {
 		return nil
 	}
-	if _, err := s.rewriteTurns(ctx, c, edits, "redact"); err != nil {
+	if _, err := s.rewriteTurns(ctx, c, edits, "redact", drop); err != nil {
 		return err
 	}
 	res.TurnsRedacted += len(edits)
@@ -246,4 +251,42 @@ func (r ScanResult) String() string {
 		parts = append(parts, fmt.Sprintf("%s: %d", rule, r.ByRule[rule]))
 	}
 	return fmt.Sprintf("%d findings (%s); %d turns scanned in %d conversations", len(r.Findings), strings.Join(parts, ", "), r.TurnsScanned, r.Conversations)
+}
+
+// secretTopics returns the tags of tags that a turn's text held only
+// where a secret was: the tagger lowercases words into topics ("ghp_x..."
+// becomes the topic "ghp-x..."), so a key stored before scrubbing can be
+// a topic, carried on by the turns after it. before and after are the
+// text before and after redaction; a tag is looked for in both with
+// every run of characters other than letters and digits read as '-', as
+// tags write them.
+func secretTopics(tags []string, before, after string) []string {
+	if len(tags) == 0 {
+		return nil
+	}
+	b, a := "-"+tagForm(before)+"-", "-"+tagForm(after)+"-"
+	var out []string
+	for _, t := range tags {
+		if needle := "-" + t + "-"; strings.Contains(b, needle) && !strings.Contains(a, needle) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// tagForm lowercases s and writes every run of characters other than
+// letters and digits as one '-'.
+func tagForm(s string) string {
+	var sb strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			sb.WriteRune(r)
+			dash = false
+		} else if !dash {
+			sb.WriteByte('-')
+			dash = true
+		}
+	}
+	return sb.String()
 }

@@ -131,7 +131,7 @@ func (s *Store) expireConv(ctx context.Context, c *conv) (int, error) {
 	for _, seq := range seqs {
 		edits[seq] = nil
 	}
-	if _, err := s.rewriteTurns(ctx, c, edits, "ttl"); err != nil {
+	if _, err := s.rewriteTurns(ctx, c, edits, "ttl", nil); err != nil {
 		return 0, err
 	}
 	s.log.Info("forgot expired turns (tag TTL)", "conversation", c.id, "turns", len(seqs))
