@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vc-mcp/vc-mcp/memory"
+	"github.com/vc-mcp/vc-mcp/memory/markdown"
 	"github.com/vc-mcp/vc-mcp/share"
 )
 
@@ -148,12 +149,12 @@ func openForCommand(ctx context.Context, name string, cfg settings, stderr io.Wr
 // (summaries, context-stats, forget, scan): settings from common, the
 // configured summariser and tagger (summaries are remade) and no
 // embeddings (vectors of what is kept stay; new ones are the server's job).
-func openMaintenance(ctx context.Context, name string, common []string, stderr io.Writer) (*memory.Store, func(), error) {
+func openMaintenance(ctx context.Context, name string, common []string, stderr io.Writer) (*memory.Store, settings, func(), error) {
 	cfg, err := commandConfig(name, common, stderr)
 	if err != nil {
-		return nil, nil, err
+		return nil, cfg, nil, err
 	}
-	return openForCommand(ctx, name, cfg, stderr, func(opts *memory.Options, log *slog.Logger) (func(), error) {
+	store, done, err := openForCommand(ctx, name, cfg, stderr, func(opts *memory.Options, log *slog.Logger) (func(), error) {
 		sm, err := wireSeams(ctx, cfg, opts, log)
 		if err != nil {
 			return nil, err
@@ -161,6 +162,19 @@ func openMaintenance(ctx context.Context, name string, common []string, stderr i
 		opts.Embedder = nil
 		return sm.close, nil
 	})
+	return store, cfg, done, err
+}
+
+// refreshMirror rewrites the Markdown mirror's pages (markdown_mirror) of
+// the conversations a maintenance command rewrote (forget, scan --redact):
+// no server runs the mirror meanwhile, and its pages must not show what
+// was forgotten or redacted until the next one starts.
+func refreshMirror(ctx context.Context, store *memory.Store, cfg settings, stderr io.Writer, ids ...string) {
+	if cfg.MarkdownMirror == "" || len(ids) == 0 {
+		return
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	(&markdown.Mirror{Src: store, Dir: cfg.MarkdownMirror, Logger: log}).Refresh(ctx, ids...)
 }
 
 // openExclusive opens the store after exclusive(). A shared daemon that a

@@ -30,7 +30,7 @@ func runContextStats(ctx context.Context, args []string, stdin io.Reader, stdout
 	if err != nil {
 		return err
 	}
-	store, done, err := openMaintenance(ctx, "context-stats", common, stderr)
+	store, _, done, err := openMaintenance(ctx, "context-stats", common, stderr)
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ func runForget(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprint(stderr, forgetUsage)
 		return errors.New("forget: give at least one of --query, --turn, --tag or --before")
 	}
-	store, done, err := openMaintenance(ctx, "forget", common, stderr)
+	store, cfg, done, err := openMaintenance(ctx, "forget", common, stderr)
 	if err != nil {
 		return err
 	}
@@ -105,5 +105,6 @@ func runForget(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if len(res.DroppedTags) > 0 {
 		fmt.Fprintf(stdout, "topics gone: %s\n", strings.Join(res.DroppedTags, ", "))
 	}
+	refreshMirror(ctx, store, cfg, stderr, res.ConversationID)
 	return store.Close()
 }

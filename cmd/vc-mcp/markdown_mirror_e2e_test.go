@@ -73,3 +73,48 @@ func TestMarkdownMirrorOverStdio(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// mirrorFilesWith lists the files under dir that hold text.
+func mirrorFilesWith(dir, text string) (hits, files []string) {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		files = append(files, p)
+		if b, _ := os.ReadFile(p); strings.Contains(string(b), text) {
+			hits = append(hits, p)
+		}
+		return nil
+	})
+	return hits, files
+}
+
+// TestMarkdownMirrorAfterCLIForget: `vc-mcp forget` from the command line
+// runs with no server to keep the mirror (it pauses the shared one, and
+// here none runs): the forgotten text must leave the mirror's pages when
+// the command ends, not when a server next starts (found by a hostile
+// review of scan --redact, which goes the same way).
+func TestMarkdownMirrorAfterCLIForget(t *testing.T) {
+	dir, mirror := t.TempDir(), filepath.Join(t.TempDir(), "md")
+	s := startStdio(t, dir, "--markdown-mirror", mirror)
+	mustOK(t, s.c, "compact_context", map[string]any{"conversation_id": "home", "messages": []any{
+		msg("user", "The boathouse key hides under the blue heron statue."),
+		msg("assistant", "Noted where the boathouse key is."),
+		msg("user", "Next week we repaint the kayak rack green."),
+	}})
+	waitFor(t, "the mirror to show the turns", func() bool {
+		hits, _ := mirrorFilesWith(mirror, "blue heron statue")
+		return len(hits) > 0
+	})
+	s.c.Close()
+	quiesceNow(t, dir)
+	if out, errs, err := runCLIIn(t, "", "forget", "--data-dir", dir, "--markdown-mirror", mirror, "--conversation", "home", "--query", "blue heron", "--yes"); err != nil {
+		t.Fatalf("forget: %v\n%s%s", err, out, errs)
+	}
+	if hits, files := mirrorFilesWith(mirror, "blue heron statue"); len(hits) > 0 || len(files) == 0 {
+		t.Errorf("after a CLI forget the mirror still shows the forgotten turn in %v (files %v)", hits, files)
+	}
+	if hits, _ := mirrorFilesWith(mirror, "kayak rack green"); len(hits) == 0 {
+		t.Error("the mirror lost the turn that was kept")
+	}
+}

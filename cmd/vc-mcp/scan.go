@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/vc-mcp/vc-mcp/memory"
 )
@@ -37,7 +38,7 @@ func runScan(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return err
 	}
 	conv := lastFlag(own, "conversation")
-	store, done, err := openMaintenance(ctx, "scan", common, stderr)
+	store, cfg, done, err := openMaintenance(ctx, "scan", common, stderr)
 	if err != nil {
 		return err
 	}
@@ -57,6 +58,15 @@ func runScan(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintf(stdout, "%s\t%s\t%s\t%d\n", f.ConversationID, where, f.Rule, f.Count)
 	}
 	fmt.Fprintf(stdout, "scan: %s\n", res)
+	if redact && res.TurnsRedacted > 0 {
+		var ids []string
+		for _, f := range res.Findings {
+			if f.Where == "turn" && !slices.Contains(ids, f.ConversationID) {
+				ids = append(ids, f.ConversationID)
+			}
+		}
+		refreshMirror(ctx, store, cfg, stderr, ids...)
+	}
 	switch {
 	case redact:
 		fmt.Fprintf(stdout, "scan: redacted %d turn(s); their summaries and index entries were remade\n", res.TurnsRedacted)

@@ -62,7 +62,7 @@ func runSummaries(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if vals["from"] != "" && vals["tag"] != "" {
 		return fmt.Errorf("%s: --from (per-message summaries) and --tag (segment summaries) do not combine; run them separately", name)
 	}
-	store, done, err := openMaintenance(ctx, name, common, stderr)
+	store, _, done, err := openMaintenance(ctx, name, common, stderr)
 	if err != nil {
 		return err
 	}

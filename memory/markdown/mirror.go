@@ -125,6 +125,23 @@ func (m *Mirror) write(ctx context.Context, id string) error {
 	return err
 }
 
+// Refresh rewrites the pages of the conversations ids and the top-level
+// index once, for a process that changed them without running the mirror
+// (a maintenance command: forget, scan --redact), so that no page keeps
+// what was forgotten or redacted until the next server starts. Failures
+// are logged, as Run logs them.
+func (m *Mirror) Refresh(ctx context.Context, ids ...string) {
+	log := m.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	dirty := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		dirty[id] = true
+	}
+	m.flush(ctx, dirty, log)
+}
+
 // flush rewrites the dirty conversations and the top-level index.
 func (m *Mirror) flush(ctx context.Context, dirty map[string]bool, log *slog.Logger) {
 	if len(dirty) == 0 {
