@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/vc-mcp/vc-mcp/internal/syncbuf"
 	"github.com/vc-mcp/vc-mcp/memory"
 	"github.com/vc-mcp/vc-mcp/proxy"
 	"github.com/vc-mcp/vc-mcp/proxy/proxytest"
@@ -336,13 +335,13 @@ func TestLongMessagesStored(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { store.Close() })
-			var logs strings.Builder
+			var logs syncbuf.Buffer
 			up := proxytest.NewUpstream(t, func(n int, s seen) (string, []byte) {
 				return textAnswer(proxy.FormatOpenAI, false, "Read it.")
 			})
 			h := newHarnessWith(t, up.URL, store, func(o *proxy.Options) {
 				o.MaxMessageBytes = tc.limit
-				o.Log = slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))
+				o.Log = slog.New(slog.NewTextHandler(&logs, nil))
 			})
 			h.up = up
 			paste := strings.Repeat("pasted log line 0123456789\n", tc.size/27+1)
@@ -365,7 +364,7 @@ func TestLongMessagesStored(t *testing.T) {
 				if got != paste {
 					t.Fatalf("stored %d bytes of a %d byte message, ending %q", len(got), len(paste), got[max(0, len(got)-40):])
 				}
-				if logs.Len() > 0 {
+				if logs.String() != "" {
 					t.Fatalf("a message under the limit was warned about: %s", logs.String())
 				}
 				return
@@ -381,16 +380,4 @@ func TestLongMessagesStored(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncWriter lets the proxy's goroutines log into one builder.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
