@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -40,7 +42,7 @@ func TestRequestIDsAfterACrash(t *testing.T) {
 		given[recallID(s)] = true
 	}
 	// crash kills the server holding the store and its host, and removes
-	// the history: the records were never written.
+	// the history: as if the records had never been written.
 	crash := func(s *stdioServer) {
 		t.Helper()
 		st, err := share.Status(context.Background(), dir)
@@ -55,8 +57,10 @@ func TestRequestIDsAfterACrash(t *testing.T) {
 		_ = s.cmd.Process.Kill()
 		_ = s.cmd.Wait()
 		waitFor(t, "the killed server to be gone", func() bool { return !holderAlive(dir) })
-		if err := os.Remove(filepath.Join(dir, "requests", "default.jsonl.gz")); err != nil {
-			t.Fatalf("the request history was not written before the kill: %v", err)
+		// Written or not before the kill (the writer works after the
+		// answer), the records are not on disk now.
+		if err := os.Remove(filepath.Join(dir, "requests", "default.jsonl.gz")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
 		}
 	}
 	crash(s)
