@@ -7,9 +7,9 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"unicode"
 
 	"github.com/vc-mcp/vc-mcp/memory/masterlog"
+	"github.com/vc-mcp/vc-mcp/memory/tagging"
 )
 
 // ScanRequest asks Scan to look for secrets already stored: in one
@@ -257,14 +257,13 @@ func (r ScanResult) String() string {
 // where a secret was: the tagger lowercases words into topics ("ghp_x..."
 // becomes the topic "ghp-x..."), so a key stored before scrubbing can be
 // a topic, carried on by the turns after it. before and after are the
-// text before and after redaction; a tag is looked for in both with
-// every run of characters other than letters and digits read as '-', as
-// tags write them.
+// text before and after redaction; a tag is looked for in both written as
+// tags are (tagging.Slug).
 func secretTopics(tags []string, before, after string) []string {
 	if len(tags) == 0 {
 		return nil
 	}
-	b, a := "-"+tagForm(before)+"-", "-"+tagForm(after)+"-"
+	b, a := "-"+tagging.Slug(before)+"-", "-"+tagging.Slug(after)+"-"
 	var out []string
 	for _, t := range tags {
 		if needle := "-" + t + "-"; strings.Contains(b, needle) && !strings.Contains(a, needle) {
@@ -272,21 +271,4 @@ func secretTopics(tags []string, before, after string) []string {
 		}
 	}
 	return out
-}
-
-// tagForm lowercases s and writes every run of characters other than
-// letters and digits as one '-'.
-func tagForm(s string) string {
-	var sb strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(s) {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			sb.WriteRune(r)
-			dash = false
-		} else if !dash {
-			sb.WriteByte('-')
-			dash = true
-		}
-	}
-	return sb.String()
 }

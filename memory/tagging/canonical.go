@@ -30,6 +30,10 @@ func Canonicalize(tag string, aliases map[string]string) string {
 	return f
 }
 
+// Slug is the form tags take before folding and aliases (see slug): a
+// caller can find a tag in a text by looking for it in Slug(text).
+func Slug(s string) string { return slug(s) }
+
 // slug lowercases s and turns every run of characters outside [a-z0-9] into
 // a single '-', trimming '-' at both ends. It returns s itself when s is
 // already a slug.
