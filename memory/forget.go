@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -592,19 +591,7 @@ func (s *Store) afterRewrite(ctx context.Context, c *conv, nlog rewrittenLog, rl
 			forgot[turnID(seq)] = true
 		}
 	}
-	// A redaction forgets no turn but re-tags its turns: a topic only
-	// their secret made (a key lowercased into a tag) is gone as well,
-	// and the request histories must not keep its name either.
-	goneNow := maps.Clone(gone)
-	for t := range oldTags {
-		if c.vocab[t] == 0 {
-			if goneNow == nil {
-				goneNow = map[string]bool{}
-			}
-			goneNow[t] = true
-		}
-	}
-	if err := s.scrubRequests(c.id, goneNow, forgot); err != nil {
+	if err := s.scrubRequests(c.id, gone, forgot); err != nil {
 		s.log.Warn("removing forgotten turns from the request history failed", "conversation", c.id, "err", err)
 	}
 	s.purgeAtClose.Store(true)
