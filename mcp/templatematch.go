@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -55,7 +56,7 @@ func checkTemplateMatch(tpl mcpgo.ResourceTemplate, uri string) error {
 	if err != nil {
 		return fmt.Errorf("%s: invalid argument: its query does not parse (%v); the form is %s", uri, err, form)
 	}
-	for _, name := range sortedNames(values) {
+	for _, name := range slices.Sorted(maps.Keys(values)) {
 		switch {
 		case !slices.Contains(allowed, name):
 			takes := "no query parameters"
@@ -68,13 +69,4 @@ func checkTemplateMatch(tpl mcpgo.ResourceTemplate, uri string) error {
 		}
 	}
 	return nil
-}
-
-func sortedNames(v url.Values) []string {
-	names := make([]string, 0, len(v))
-	for k := range v {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return names
 }
