@@ -173,7 +173,12 @@ func refreshMirror(ctx context.Context, store *memory.Store, cfg settings, stder
 	if cfg.MarkdownMirror == "" || len(ids) == 0 {
 		return
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log, closeLog, err := newLogger(cfg, stderr) // the command's log_level and log_file
+	if err != nil {
+		fmt.Fprintf(stderr, "vc-mcp: %v\n", err)
+		return
+	}
+	defer closeLog()
 	(&markdown.Mirror{Src: store, Dir: cfg.MarkdownMirror, Logger: log}).Refresh(ctx, ids...)
 }
 
