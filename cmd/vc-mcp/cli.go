@@ -505,14 +505,17 @@ func (f *memFlags) withStoreAlone(cmd *cobra.Command, fn func(store *memory.Stor
 	ctx := cmd.Context()
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := memoryOptions(cfg, log)
-	if !readOnlyDir(cfg) { // read-only, it is opened beside a server, or reported in use
-		release, err := exclusive(ctx, cfg, &opts)
-		if err != nil {
-			return err
+	var store *memory.Store
+	if readOnlyDir(cfg) { // opened beside a server, or reported in use
+		store, err = memory.Open(ctx, opts)
+	} else {
+		release, xerr := exclusive(ctx, cfg)
+		if xerr != nil {
+			return xerr
 		}
 		defer release()
+		store, err = openExclusive(ctx, strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), cfg, opts, cmd.ErrOrStderr())
 	}
-	store, err := memory.Open(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", cfg.DataDir, err)
 	}

@@ -127,7 +127,7 @@ func openForCommand(ctx context.Context, name string, cfg settings, stderr io.Wr
 		store, err = memory.Open(ctx, opts)
 	} else {
 		var release func()
-		release, err = exclusive(ctx, cfg, &opts)
+		release, err = exclusive(ctx, cfg)
 		if err != nil {
 			unwind()
 			return nil, nil, fmt.Errorf("%s: %w", name, err)
@@ -182,27 +182,39 @@ func refreshMirror(ctx context.Context, store *memory.Store, cfg settings, stder
 	(&markdown.Mirror{Src: store, Dir: cfg.MarkdownMirror, Logger: log}).Refresh(ctx, ids...)
 }
 
-// openExclusive opens the store after exclusive(). A shared daemon that a
-// host started just before the hold was taken may have passed its wait for
-// the hold and take the lock after exclusive() found no owner to stop; it
-// listens by then, so on ErrLocked it is asked again to hand over, until
-// handOverTimeout. The holder may also be a process that serves no socket
-// (a stdio `serve` with VC_SHARE=off, another command): the user is told
-// once whom the command waits for.
+// openExclusive opens the store after exclusive() (see whileLocked).
 func openExclusive(ctx context.Context, name string, cfg settings, opts memory.Options, stderr io.Writer) (*memory.Store, error) {
+	var store *memory.Store
+	err := whileLocked(ctx, name, cfg, opts, stderr, func(opts memory.Options) (err error) {
+		store, err = memory.Open(ctx, opts)
+		return err
+	})
+	return store, err
+}
+
+// whileLocked runs open (an open of the store with opts, as memory.Open or
+// memory.Rebuild) after exclusive(), and again while the data directory is
+// locked, until handOverTimeout. A shared daemon that a host started just
+// before the hold was taken may have passed its wait for the hold and
+// taken the lock after exclusive() found no owner to stop; it listens by
+// then, so on ErrLocked it is asked again to hand over. The holder may
+// also be a process that serves no socket (a stdio `serve` with
+// VC_SHARE=off, another command): the user is told once, at the first
+// refusal, whom the command waits for.
+func whileLocked(ctx context.Context, name string, cfg settings, opts memory.Options, stderr io.Writer, open func(memory.Options) error) error {
 	deadline := time.Now().Add(handOverTimeout)
 	opts.LockTimeout = 2 * time.Second
 	for try := 0; ; try++ {
-		store, err := memory.Open(ctx, opts)
+		err := open(opts)
 		if err == nil || !errors.Is(err, memory.ErrLocked) || time.Now().After(deadline) {
-			return store, err
+			return err
 		}
 		if try == 0 {
 			noteWaiting(stderr, name, err)
 		}
 		// The hold file is this process's already; only the stop matters.
 		if _, xerr := share.Exclusive(ctx, cfg.DataDir, buildVersion()); xerr != nil {
-			return nil, errors.Join(err, xerr)
+			return errors.Join(err, xerr)
 		}
 	}
 }

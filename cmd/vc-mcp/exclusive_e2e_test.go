@@ -90,7 +90,8 @@ func TestExclusiveAgainstHTTPOwner(t *testing.T) {
 // TestLockWaitNamesHolder: a command run while a process that serves no
 // shared socket (a stdio `serve` with VC_SHARE=off) holds the data
 // directory says at once that it waits and for whom, instead of waiting
-// silently.
+// silently (rebuild and aliases, which open the store their own way,
+// too).
 func TestLockWaitNamesHolder(t *testing.T) {
 	dir := t.TempDir()
 	env := append(childEnv(t), "VC_SHARE=off")
@@ -112,6 +113,8 @@ func TestLockWaitNamesHolder(t *testing.T) {
 	for _, args := range [][]string{
 		{"status"},
 		{"export", "--format", "jsonl", "--out", filepath.Join(t.TempDir(), "out.jsonl")},
+		{"rebuild"},
+		{"aliases", "list"},
 	} {
 		cmd := exec.Command(binary, append(args, "--data-dir", dir)...)
 		cmd.Env = childEnv(t)

@@ -39,12 +39,14 @@ func runRebuild(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := memory.Rebuildable(opts); err != nil {
 		return fmt.Errorf("rebuild %s: %w", cfg.DataDir, err)
 	}
-	release, err := exclusive(ctx, cfg, &opts)
+	release, err := exclusive(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("rebuild %s: %w", cfg.DataDir, err)
 	}
 	defer release()
-	if err := memory.Rebuild(ctx, opts, progress); err != nil {
+	if err := whileLocked(ctx, "rebuild", cfg, opts, stderr, func(opts memory.Options) error {
+		return memory.Rebuild(ctx, opts, progress)
+	}); err != nil {
 		return fmt.Errorf("rebuild %s: %w", cfg.DataDir, err)
 	}
 	fmt.Fprintf(stderr, "rebuild: %s rebuilt from its master logs in %s\n", cfg.DataDir, time.Since(start).Round(time.Millisecond))

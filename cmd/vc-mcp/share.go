@@ -88,13 +88,9 @@ func serveSocket(ctx context.Context, srv *mcpserver.MCPServer, cfg settings, ki
 }
 
 // exclusive takes the data directory for a command that needs it alone
-// (rebuild, summaries regenerate): a running shared daemon is stopped, its
-// hosts wait and reconnect when release is called.
-func exclusive(ctx context.Context, cfg settings, opts *memory.Options) (release func(), err error) {
-	release, err = share.Exclusive(ctx, cfg.DataDir, buildVersion())
-	if err != nil {
-		return nil, err
-	}
-	opts.LockTimeout = handOverTimeout
-	return release, nil
+// (rebuild, summaries regenerate): a running shared daemon is stopped (Stop
+// waits until it has exited), its hosts wait and reconnect when release is
+// called. The command then opens the store through whileLocked.
+func exclusive(ctx context.Context, cfg settings) (release func(), err error) {
+	return share.Exclusive(ctx, cfg.DataDir, buildVersion())
 }
