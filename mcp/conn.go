@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -130,9 +131,10 @@ type connSession struct {
 	level         atomic.Value // mcpgo.LoggingLevel
 	onInit        func(mcpgo.Implementation)
 
-	infoMu sync.RWMutex
-	info   mcpgo.Implementation
-	caps   mcpgo.ClientCapabilities
+	infoMu  sync.RWMutex
+	info    mcpgo.Implementation
+	infoSet bool
+	caps    mcpgo.ClientCapabilities
 
 	wmu sync.Mutex
 	w   io.Writer
@@ -172,11 +174,15 @@ func (c *connSession) GetClientInfo() mcpgo.Implementation {
 	return c.info
 }
 
+// SetClientInfo records the client's info. mcp-go calls it at initialize
+// and, for clients of the stateless protocol revisions, with every request
+// (each carries the client's info): onInit runs only when the info is new.
 func (c *connSession) SetClientInfo(info mcpgo.Implementation) {
 	c.infoMu.Lock()
-	c.info = info
+	changed := !c.infoSet || !reflect.DeepEqual(c.info, info)
+	c.info, c.infoSet = info, true
 	c.infoMu.Unlock()
-	if c.onInit != nil {
+	if changed && c.onInit != nil {
 		c.onInit(info)
 	}
 }

@@ -132,3 +132,53 @@ func TestSamplingIDsStartApart(t *testing.T) {
 		t.Fatalf("first sampling ids %d and %d: want two different ids, neither 1, both exact in a JSON number", x, y)
 	}
 }
+
+// TestServeConnOnInitializeOnce: a client of the stateless protocol sends
+// its info with every request; OnInitialize (the "host connected" line of
+// the shared server's log) still runs once per session, as for a client of
+// the legacy handshake.
+func TestServeConnOnInitializeOnce(t *testing.T) {
+	for _, version := range []string{mcpgo.LATEST_LEGACY_PROTOCOL_VERSION, mcpgo.LATEST_PROTOCOL_VERSION} {
+		t.Run(version, func(t *testing.T) {
+			s := mcpserver.NewMCPServer("t", "1")
+			s.AddTool(mcpgo.NewTool("noop"), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+				return mcpgo.NewToolResultText("ok"), nil
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var mu sync.Mutex
+			var calls []string
+			srvEnd, cliEnd := net.Pipe()
+			go func() {
+				_ = ServeConn(ctx, s, srvEnd, ConnOptions{SessionID: "once", OnInitialize: func(info mcpgo.Implementation) {
+					mu.Lock()
+					calls = append(calls, info.Name)
+					mu.Unlock()
+				}})
+			}()
+			c := client.NewClient(transport.NewIO(cliEnd, cliEnd, nil))
+			if err := c.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			req := mcpgo.InitializeRequest{}
+			req.Params.ProtocolVersion = version
+			req.Params.ClientInfo = mcpgo.Implementation{Name: "cli", Version: "1"}
+			if _, err := c.Initialize(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				call := mcpgo.CallToolRequest{}
+				call.Params.Name = "noop"
+				if _, err := c.CallTool(ctx, call); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(calls) != 1 || calls[0] != "cli" {
+				t.Errorf("OnInitialize ran for %q; want once, for \"cli\"", calls)
+			}
+		})
+	}
+}

@@ -2,10 +2,13 @@ package share
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -220,13 +223,29 @@ func Dial(ctx context.Context, cfg Config) (*client.Client, error) {
 		c.Close()
 		return nil, versionError(cfg, c.Hello)
 	}
-	tr := transport.NewIO(c.r, c.Conn, nil)
+	tr := transport.NewIO(closedIsEOF{c.r}, c.Conn, nil)
+	// The transport's own errors go to the caller's log, not to the
+	// process's default logger (a CLI's terminal).
+	transport.WithCommandLogger(cmp.Or(cfg.Log, slog.New(slog.DiscardHandler)))(tr)
 	cl := client.NewClient(tr)
 	if err := cl.Start(ctx); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("connect to %s: %w", SocketPath(cfg.DataDir), err)
 	}
 	return cl, nil
+}
+
+// closedIsEOF reads r, and reports a connection this process closed (Close
+// of the client) as its end: mcp-go's transport logs any other read error
+// as a failure, which a command's user would see at every exit.
+type closedIsEOF struct{ r io.Reader }
+
+func (c closedIsEOF) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if errors.Is(err, net.ErrClosed) {
+		err = io.EOF
+	}
+	return n, err
 }
 
 // holdFile marks that a process needs the data directory for itself (a

@@ -169,8 +169,13 @@ func TestCLIWhileHostConnected(t *testing.T) {
 	if out := cliOK(t, env, "", "check"); !strings.Contains(out, "vc.db: in_use") || !strings.Contains(out, "held by a running vc-mcp") || !strings.Contains(out, "2 records") || !strings.Contains(out, "0 problem(s)") {
 		t.Errorf("check while a host is connected:\n%s", out)
 	}
-	if out := cliOK(t, env, "", "tags"); !strings.Contains(out, "kubernetes") {
-		t.Errorf("tags through the shared server: %q", out)
+	out, stderr, code := cliRun(t, env, "", "tags")
+	if code != 0 || !strings.Contains(out, "kubernetes") {
+		t.Errorf("tags through the shared server: exit %d, %q\n%s", code, out, stderr)
+	}
+	// Closing its connection to the shared server is no error to show.
+	if strings.Contains(stderr, "ERROR") {
+		t.Errorf("tags through the shared server printed an error on a clean exit:\n%s", stderr)
 	}
 	cliOK(t, env, `[{"role":"user","content":"The staging cluster runs Kubernetes 1.31 with Cilium networking."}]`, "compact", "-i", "-")
 	got := text(mustOK(t, h.c, "find_quote", map[string]any{"query": "Cilium networking"}))
