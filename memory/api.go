@@ -210,9 +210,19 @@ type Message struct {
 	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
 	ToolCallID string          `json:"tool_call_id,omitempty"`
 	// ID is the client's own id for the message, optional. A message with
-	// an id is stored once per id, however often it is sent; see Ingest.
+	// an id is stored once per id, however often it is sent, and whatever
+	// the stored turns say: the same words under a new id are a new
+	// message. See Ingest.
 	ID string `json:"id,omitempty"`
 }
+
+// StampedIDPrefix starts the ids a server gives, on a client's behalf,
+// to the messages of a call the client sent without ids (the shared
+// server's bridge, so that a call re-sent after a hand-over is stored
+// exactly once). They make a retried call exact, but they are not the
+// client's: a message under one is told from a resend by its content,
+// as one without an id is.
+const StampedIDPrefix = "bridge:"
 
 // Progress reports long-running work: done of total, with a short message.
 type Progress func(done, total int, message string)

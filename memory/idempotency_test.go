@@ -53,6 +53,25 @@ func TestIngestAlignsResends(t *testing.T) {
 			{[]string{"u:yes#m1"}, 0},
 			{[]string{"u:yes#m3", "u:yes#m3"}, 1},
 		}, []string{"u:yes", "a:noted", "u:yes"}},
+		// The same words as the last stored turn, under a new client id:
+		// a new message, not a resend (the id says so).
+		{"new client id repeats the last turn", []batch{
+			{[]string{"u:deploy friday?#u1", "a:sure?#a1", "u:yes#u2"}, 3},
+			{[]string{"a:also migrate the db?#a2", "u:yes#u3"}, 2},
+			{[]string{"u:yes#u5"}, 1},
+			{[]string{"u:yes#u5"}, 0},
+		}, []string{"u:deploy friday?", "a:sure?", "u:yes", "a:also migrate the db?", "u:yes", "u:yes"}},
+		{"client ids after turns without", []batch{
+			{[]string{"u:Q?", "u:yes"}, 2},
+			{[]string{"u:yes#m1", "u:yes#m2"}, 2},
+		}, []string{"u:Q?", "u:yes", "u:yes", "u:yes"}},
+		// Ids the shared server's bridge stamps are not the client's: a
+		// resend under new stamped ids is still told by its content.
+		{"stamped ids", []batch{
+			{[]string{"u:plan the trip#bridge:n1:1:0", "a:which city?#bridge:n1:1:1"}, 2},
+			{[]string{"u:plan the trip#bridge:n1:2:0", "a:which city?#bridge:n1:2:1", "u:Kyoto#bridge:n1:2:2"}, 1},
+			{[]string{"u:Kyoto#bridge:n1:2:2"}, 0},
+		}, []string{"u:plan the trip", "a:which city?", "u:Kyoto"}},
 	}
 	for _, withTime := range []bool{false, true} {
 		for _, tt := range tests {
@@ -73,6 +92,9 @@ func TestIngestAlignsResends(t *testing.T) {
 						m := Message{Role: role, Content: jsonString(text), ID: id}
 						if withTime {
 							key := spec
+							if tt.name == "stamped ids" {
+								key = spec[:2] + text // stamped anew, sent at the same time
+							}
 							if tt.name == "repeated short answers" || tt.name == "same words twice in one batch" {
 								key = fmt.Sprintf("%s@%d.%d", spec, bi, i) // said again: a new time
 							}

@@ -155,10 +155,13 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 // newInputs returns the indexes of the inputs that are not stored yet.
 // c.mu is held.
 //
-// A message with an id (from a client, or stamped by the shared server's
-// bridge so that a call re-sent after a hand-over is exact) is stored once
+// A message with the client's own id is stored once per id, and only by
+// its id: the same words under a new id are a new message, wherever they
+// fall. One with an id the shared server's bridge stamped (StampedIDPrefix,
+// so that a call re-sent after a hand-over is exact) is also stored once
 // per id, and one with a timestamp once per role, name, content and
-// timestamp; the resend rules below look at content alone, ids aside. Messages without
+// timestamp; for these, the resend rules below look at content alone, ids
+// aside. Messages without
 // either are matched only where a resend can be told from a new message: the longest run of stored turns at the end of
 // the conversation that equals the start of the batch is a resend (a
 // client sending its whole history, or the last exchange again after a
@@ -195,8 +198,11 @@ func (c *conv) newInputs(inputs []turnInput) []int {
 	}
 	var out []int
 	seen := map[string]bool{}
-	for i := skip; i < len(inputs); i++ {
+	for i := range inputs {
 		in := inputs[i]
+		if i < skip && (in.ID == "" || strings.HasPrefix(in.ID, StampedIDPrefix)) {
+			continue // a resend, told by content
+		}
 		if c.forgotten[keys[i][2:]] {
 			continue // forgotten: a resend or re-import never brings it back
 		}

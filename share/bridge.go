@@ -18,6 +18,8 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/vc-mcp/vc-mcp/memory"
 )
 
 // RestartedMessage answers a request that was in flight when the shared
@@ -544,7 +546,7 @@ func (b *Bridge) stampMessageIDs(m message, line []byte) []byte {
 		if _, ok := msg["id"]; ok {
 			continue
 		}
-		id, _ := json.Marshal(fmt.Sprintf("bridge:%s:%s:%d", b.nonce(), m.ID, i))
+		id, _ := json.Marshal(fmt.Sprintf("%s%s:%s:%d", memory.StampedIDPrefix, b.nonce(), m.ID, i))
 		msg["id"] = id
 		changed = true
 	}
