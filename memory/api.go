@@ -142,6 +142,10 @@ type Options struct {
 	// noSync skips bbolt's fsync: only for tests that build large
 	// fixtures, where durability is not what they check.
 	noSync bool
+	// turnFloor is, for Rebuild, how many turns each conversation had
+	// committed in the vc.db it replaces: a log that holds fewer records
+	// gets damaged placeholders up to there.
+	turnFloor map[string]int
 	// Embedder, Tagger and Summarizer are optional seams (nil = built-in).
 	Embedder   Embedder
 	Tagger     Tagger

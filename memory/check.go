@@ -412,6 +412,9 @@ func checkMasterLog(ctx context.Context, f *os.File, size int64, st *checkState,
 				"a record at byte %d (%d bytes) fails verification: %s", d.Start, len(d.Data), d.Reason)
 		}
 	}
+	if sc.unterminated {
+		add(LevelNotice, "the next start puts the newline back", "the last record has lost its newline; it verifies and is kept")
+	}
 	var missing []int
 	for _, g := range sc.gaps {
 		for seq := g[0]; seq <= g[1] && len(missing) <= 10; seq++ {

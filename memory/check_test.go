@@ -152,13 +152,13 @@ func TestCheck(t *testing.T) {
 				at, _ := logLine(t, data, 21)
 				return append(append(append([]byte{}, data[:at]...), data[lo:hi+1]...), data[at:]...)
 			})
-		}, want{db: DBOK, problems: 1, records: 50, findings: []string{"problem: a record at byte", "fails verification: sequence 10 out of order", "notice: 30 record(s) lie at other byte ranges"}}},
+		}, want{db: DBOK, problems: 1, records: 50, findings: []string{"problem: a record at byte", "fails verification: a second record of turn 10", "notice: 30 record(s) lie at other byte ranges"}}},
 		{"a record written twice after the last commit", func(t *testing.T, fx checkFixture) {
 			editFile(t, fx.log, func(data []byte) []byte {
 				lo, hi := logLine(t, data, 50)
 				return append(data, data[lo:hi+1]...)
 			})
-		}, want{db: DBOK, records: 50, findings: []string{"notice: a record at byte", "after the last commit, fails verification: sequence 50 out of order (it was never acknowledged)"}}},
+		}, want{db: DBOK, records: 50, findings: []string{"notice: a record at byte", "after the last commit, fails verification: a second record of turn 50 (it was never acknowledged)"}}},
 		{"a record missing, vc.db not read", func(t *testing.T, fx checkFixture) {
 			editFile(t, fx.log, func(data []byte) []byte {
 				lo, hi := logLine(t, data, 30)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -392,5 +393,153 @@ func TestOpenWithoutTheHolderRecord(t *testing.T) {
 	res, err := s.Recall(context.Background(), RecallRequest{ConversationID: "c", Message: "When is the crane inspection?"})
 	if err != nil || !strings.Contains(res.Text, "Friday") {
 		t.Fatalf("recall without the holder record: %v, %q", err, res.Text)
+	}
+}
+
+// checkText runs Check on dir and returns its findings, one a line, and
+// its problem count.
+func checkText(t *testing.T, dir string) (string, int) {
+	t.Helper()
+	rep, err := Check(context.Background(), dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, f := range rep.Findings {
+		fmt.Fprintf(&b, "%s: %s\n", f.Level, f.What)
+	}
+	for _, cc := range rep.Conversations {
+		for _, f := range cc.Findings {
+			fmt.Fprintf(&b, "%s: %s\n", f.Level, f.What)
+		}
+	}
+	return b.String(), rep.Problems
+}
+
+// A log whose last record lost only its newline (an editor that saves
+// without one, a copy cut by a byte) keeps that record, acknowledged and
+// whole: a start and a rebuild alike serve it, put the newline back, and
+// the next message gets the next id.
+func TestLostFinalNewlineKeepsTheRecord(t *testing.T) {
+	for _, via := range []string{"start", "rebuild"} {
+		t.Run(via, func(t *testing.T) {
+			dir := t.TempDir()
+			ctx := context.Background()
+			s := openTest(t, Options{Dir: dir})
+			ingest(t, s, "c", chat(6, t0))
+			path := s.logPath("c")
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(path, st.Size()-1); err != nil {
+				t.Fatal(err)
+			}
+			if text, problems := checkText(t, dir); problems != 0 || !strings.Contains(text, "lost its newline") {
+				t.Errorf("check before a start: %d problem(s):\n%s\nwant none, and a notice that the last record lost its newline", problems, text)
+			}
+			if via == "rebuild" {
+				if err := Rebuild(ctx, Options{Dir: dir}, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s = openTest(t, Options{Dir: dir})
+			if got := readable(t, s, "c"); len(got) != 6 || damaged(t, s, "c") != 0 {
+				t.Fatalf("%d readable turns, %d damaged; want all 6 and none damaged", len(got), damaged(t, s, "c"))
+			}
+			if data, err := os.ReadFile(path); err != nil || len(data) != int(st.Size()) || data[len(data)-1] != '\n' {
+				t.Fatalf("the log is %d bytes (was %d) and ends in %q; want its newline back: %v", len(data), st.Size(), data[len(data)-1:], err)
+			}
+			res := ingest(t, s, "c", []Message{msg("user", "Ana", "after the newline came back", t0.Add(time.Hour))})
+			if len(res.TurnIDs) != 1 || res.TurnIDs[0] != "t7" {
+				t.Fatalf("new turn ids %v, want [t7]", res.TurnIDs)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s = openTest(t, Options{Dir: dir})
+			if got := readable(t, s, "c"); len(got) != 7 {
+				t.Fatalf("after a restart %d readable turns, want 7", len(got))
+			}
+		})
+	}
+}
+
+// A rebuild after the log was cut short, before any start dealt with it,
+// keeps the turns vc.db had committed as damaged placeholders, as a start
+// would: their ids are never given again, and check keeps saying they
+// are lost.
+func TestRebuildKeepsCommittedTurns(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := openTest(t, Options{Dir: dir})
+	ingest(t, s, "c", chat(20, t0))
+	path := s.logPath("c")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	editFile(t, path, func(data []byte) []byte {
+		lo, _ := logLine(t, data, 5)
+		return data[:lo]
+	})
+	if err := Rebuild(ctx, Options{Dir: dir}, nil); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	if got := readable(t, s, "c"); len(got) != 4 || damaged(t, s, "c") != 16 {
+		t.Fatalf("after the rebuild: %d readable turns, %d damaged; want 4 and 16 placeholders", len(got), damaged(t, s, "c"))
+	}
+	res := ingest(t, s, "c", []Message{msg("user", "Ana", "after the rebuild", t0.Add(time.Hour))})
+	if len(res.TurnIDs) != 1 || res.TurnIDs[0] != "t21" {
+		t.Fatalf("new turn ids %v, want [t21] (t5-t20 were acknowledged; their ids are not reused)", res.TurnIDs)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := checkText(t, dir); !strings.Contains(text, "16 turn(s) are damaged placeholders") {
+		t.Errorf("check after the rebuild does not list the lost turns:\n%s", text)
+	}
+}
+
+// Two whole records swapped by hand are both their turns' records: a
+// rebuild serves both, as a start does, and check finds nothing wrong.
+func TestRebuildTakesSwappedRecords(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := openTest(t, Options{Dir: dir})
+	ingest(t, s, "c", chat(20, t0))
+	want := readable(t, s, "c")
+	path := s.logPath("c")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	editFile(t, path, func(data []byte) []byte {
+		lo8, hi8 := logLine(t, data, 8)
+		lo9, hi9 := logLine(t, data, 9)
+		out := append([]byte{}, data[:lo8]...)
+		out = append(out, data[lo9:hi9+1]...)
+		out = append(out, data[lo8:hi8+1]...)
+		return append(out, data[hi9+1:]...)
+	})
+	for _, stage := range []string{"start", "rebuild"} {
+		if stage == "rebuild" {
+			if err := Rebuild(ctx, Options{Dir: dir}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s = openTest(t, Options{Dir: dir})
+		got := readable(t, s, "c")
+		if !maps.Equal(got, want) || damaged(t, s, "c") != 0 {
+			t.Fatalf("after a %s: %d readable turns (t8 %q, t9 %q), %d damaged; want the 20 as stored", stage, len(got), got[8], got[9], damaged(t, s, "c"))
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if text, problems := checkText(t, dir); problems != 0 || strings.Contains(text, "rebuild") {
+			t.Errorf("check after a %s: %d problem(s):\n%s", stage, problems, text)
+		}
 	}
 }

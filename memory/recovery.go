@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -152,6 +154,14 @@ func (s *Store) reconcileLog(ctx context.Context, c *conv) error {
 		return fmt.Errorf("verify master log %s: %w", c.log.Path(), err)
 	}
 	validEnd, fixes, damage, fresh, lost := sc.end, sc.moved, sc.damage, sc.fresh, sc.lost
+	if sc.unterminated {
+		if err := c.log.Terminate(validEnd); err != nil {
+			return err
+		}
+		s.log.Warn("master log: its last record had lost its newline; it is kept and the newline put back", "conversation", c.id, "offset", validEnd)
+		validEnd++
+		size = max(size, validEnd)
+	}
 	if len(damage) > 0 {
 		if err := s.quarantine(c.id, damage); err != nil {
 			return err
@@ -212,7 +222,10 @@ func (s *Store) reconcileLog(ctx context.Context, c *conv) error {
 			}
 		}
 	}
-	if len(fresh) == 0 {
+	// A rebuild knows how many turns the vc.db it replaced had committed:
+	// those the log no longer holds stay placeholders.
+	floor := s.opts.turnFloor[c.id]
+	if len(fresh) == 0 && floor <= len(c.turns) {
 		return nil
 	}
 	var recs []masterlog.Record
@@ -228,6 +241,14 @@ func (s *Store) reconcileLog(ctx context.Context, c *conv) error {
 		}
 		recs = append(recs, rec)
 		ranges = append(ranges, [2]int64{fr.Start, fr.End})
+	}
+	if from := len(c.turns) + len(recs) + 1; from <= floor {
+		s.log.Warn("master log: turns vc.db had committed have no record in the log; they are kept as damaged placeholders (their ids are never given again)",
+			"conversation", c.id, "from", turnID(from), "to", turnID(floor))
+		for seq := from; seq <= floor; seq++ {
+			recs = append(recs, masterlog.Record{Seq: seq})
+			ranges = append(ranges, [2]int64{})
+		}
 	}
 	s.log.Info("replaying master log", "conversation", c.id, "turns", len(recs))
 	return s.applyRecords(ctx, c, recs, ranges, validEnd, nil, heldBoth)
@@ -283,6 +304,9 @@ type logScan struct {
 	damage []masterlog.Damage
 	// lost are the known turns, not placeholders, with no verified record.
 	lost []int
+	// unterminated is set when the log's last record verifies but lost
+	// its newline.
+	unterminated bool
 }
 
 // scanLog reads the first size bytes of the master log in r and
@@ -291,7 +315,7 @@ type logScan struct {
 // the store's repair at load (reconcileLog) and Check use.
 func scanLog(ctx context.Context, r io.ReaderAt, size int64, known int, span func(seq int) turnSpan) (logScan, error) {
 	sc := logScan{matched: make([]bool, known+1), moved: map[int][2]int64{}}
-	last := known
+	freshSeen := map[int]bool{}
 	validEnd, err := masterlog.Scan(io.NewSectionReader(r, 0, size), 0, func(fr masterlog.Frame) error {
 		sc.records++
 		if sc.records%4096 == 0 {
@@ -309,15 +333,12 @@ func scanLog(ctx context.Context, r io.ReaderAt, size int64, known int, span fun
 			case t.start != fr.Start || t.end != fr.End:
 				sc.moved[fr.Seq] = [2]int64{fr.Start, fr.End}
 			}
-		case fr.Seq > last:
-			if fr.Seq > last+1 {
-				sc.gaps = append(sc.gaps, [2]int{last + 1, fr.Seq - 1})
-			}
-			last = fr.Seq
+		case fr.Seq > known && !freshSeen[fr.Seq]:
+			freshSeen[fr.Seq] = true
 			sc.fresh = append(sc.fresh, fr)
 		default:
 			sc.records--
-			sc.damage = append(sc.damage, masterlog.Damage{Start: fr.Start, End: fr.End, Reason: fmt.Sprintf("sequence %d out of order", fr.Seq), Data: fr.Line})
+			sc.damage = append(sc.damage, masterlog.Damage{Start: fr.Start, End: fr.End, Reason: fmt.Sprintf("a second record of turn %d", fr.Seq), Data: fr.Line})
 		}
 		return nil
 	}, func(d masterlog.Damage) error {
@@ -327,7 +348,27 @@ func scanLog(ctx context.Context, r io.ReaderAt, size int64, known int, span fun
 	if err != nil {
 		return sc, err
 	}
+	// A record can come after one with a higher number (lines moved by
+	// hand): each is its turn's record all the same, and the replay takes
+	// them in turn order, with placeholders for the numbers none has.
+	slices.SortStableFunc(sc.fresh, func(a, b masterlog.Frame) int { return cmp.Compare(a.Seq, b.Seq) })
+	last := known
+	for _, fr := range sc.fresh {
+		if fr.Seq > last+1 {
+			sc.gaps = append(sc.gaps, [2]int{last + 1, fr.Seq - 1})
+		}
+		last = fr.Seq
+	}
 	sc.end = validEnd
+	if validEnd == size && size > 0 {
+		// The last record verified without its newline (Scan): the load
+		// puts it back before anything is appended.
+		last := make([]byte, 1)
+		if _, err := r.ReadAt(last, size-1); err != nil && !errors.Is(err, io.EOF) {
+			return sc, fmt.Errorf("read the log's last byte: %w", err)
+		}
+		sc.unterminated = last[0] != '\n'
+	}
 	if validEnd < size {
 		tail := make([]byte, size-validEnd)
 		if _, err := r.ReadAt(tail, validEnd); err != nil && !errors.Is(err, io.EOF) {

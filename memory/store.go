@@ -736,9 +736,15 @@ func Rebuild(ctx context.Context, opts Options, progress Progress) error {
 		return err
 	}
 	dbPath := filepath.Join(opts.Dir, dbFile)
-	if err := lockForRebuild(dbPath, opts); err != nil {
+	committed, err := lockForRebuild(dbPath, opts)
+	if err != nil {
 		return err
 	}
+	// The turns the old vc.db committed outlive it: a turn whose record
+	// is gone from the log (cut short, damaged) stays a damaged
+	// placeholder, as a start would keep it, and its id is never given
+	// again.
+	opts.turnFloor = committed
 	for _, p := range []string{dbPath, dbPath + vcdb.CompactingSuffix, dbPath + vcdb.CompactedSuffix, filepath.Join(opts.Dir, indexDir)} {
 		if err := os.RemoveAll(p); err != nil {
 			return fmt.Errorf("remove %s: %w", p, err)
@@ -763,30 +769,57 @@ func Rebuild(ctx context.Context, opts Options, progress Progress) error {
 // writing takes it, after a compaction a crash cut short is finished. A
 // vc.db bbolt cannot use (damaged, cut short) passes: no process can have
 // it open, since every open of it fails as this one does; rebuilding is
-// its repair.
-func lockForRebuild(path string, opts Options) error {
+// its repair. It returns how many turns each conversation had committed,
+// as far as vc.db can still say.
+func lockForRebuild(path string, opts Options) (map[string]int, error) {
 	switch err := vcdb.FinishCompaction(path); {
 	case vcdb.IsDamaged(err):
 		// Rebuild removes vc.db and its compacted copy alike.
 		opts.Logger.Warn("a compaction of vc.db was cut short and its copy is damaged; rebuilding vc.db from the logs", "data_dir", opts.Dir, "err", err)
 	case err != nil:
-		return err
+		return nil, err
 	}
+	var committed map[string]int
 	db, err := vcdb.Open(path, &bolt.Options{Timeout: opts.LockTimeout}, damagedPage(opts.Dir, false, opts.Logger))
 	if err == nil {
+		committed = committedTurns(db, opts.Logger)
 		err = db.Close()
 	}
 	switch {
 	case err == nil:
-		return nil
+		return committed, nil
 	case vcdb.IsDamaged(err):
 		opts.Logger.Warn("vc.db is damaged; rebuilding it from the logs", "data_dir", opts.Dir, "err", err)
-		return nil
+		return committed, nil
 	case errors.Is(err, bolt.ErrTimeout):
-		return lockedError(opts.Dir)
+		return nil, lockedError(opts.Dir)
 	default:
-		return fmt.Errorf("open store: %w", err)
+		return nil, fmt.Errorf("open store: %w", err)
 	}
+}
+
+// committedTurns reads each conversation's committed turn count from db,
+// skipping what cannot be read (a damaged vc.db is what a rebuild
+// repairs).
+func committedTurns(db *bolt.DB, log *slog.Logger) map[string]int {
+	out := map[string]int{}
+	err := (vcdb.DB{DB: db}).View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketConvs)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var m convMeta
+			if json.Unmarshal(v, &m) == nil && m.Turns > 0 {
+				out[string(k)] = m.Turns
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		log.Warn("vc.db's turn counts could not all be read; turns missing from the logs may not be kept as placeholders", "err", err)
+	}
+	return out
 }
 
 // kickEmbedder wakes the background embedder, if there is one.

@@ -53,8 +53,10 @@
 // damaged: it goes to the caller (offset, reason, the bytes) and is
 // skipped; the records after it are kept, and inside a damaged line the
 // reader resynchronises at a later record that verifies. Only an
-// unterminated last line is a torn tail (a crash during an append that
-// was never acknowledged): Scan returns where it begins. A record read by
+// unterminated last line that does not verify is a torn tail (a crash
+// during an append that was never acknowledged): Scan returns where it
+// begins. One that verifies lost only its newline, and is kept
+// (Log.Terminate puts the newline back). A record read by
 // its byte range (Log.Read, Log.ReadContent) is verified too; a damaged
 // one is an error wrapping ErrDamaged, never served.
 //

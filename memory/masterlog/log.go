@@ -232,6 +232,39 @@ func (l *Log) Cut(n int64) error {
 	return nil
 }
 
+// Terminate ends a log of size bytes whose last record lost its newline
+// (see Scan) with one, and fsyncs. A log of another size, or one that
+// ends in a newline already, is left as it is.
+func (l *Log) Terminate(size int64) error {
+	f, done, err := l.File()
+	if err != nil {
+		return err
+	}
+	defer done()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat master log: %w", err)
+	}
+	if size <= 0 || st.Size() != size {
+		return nil
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, size-1); err != nil {
+		return fmt.Errorf("read master log %s: %w", l.path, err)
+	}
+	if last[0] == '\n' {
+		return nil
+	}
+	if _, err := files.WriteAt(f, []byte{'\n'}, size); err != nil {
+		_ = f.Truncate(size)
+		return fmt.Errorf("end master log %s with a newline: %w", l.path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync master log %s: %w", l.path, err)
+	}
+	return nil
+}
+
 // Successor puts data in place as the log's new file, atomically
 // (temporary file, fsync, rename, fsync of the directory), and returns the
 // new file as a new Log.

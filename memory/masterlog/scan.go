@@ -35,7 +35,11 @@ type Damage struct {
 // inside a damaged line at a record that opens later in it and verifies).
 // It returns the offset after the last newline: bytes after it are an
 // unterminated last record, a torn tail that was never acknowledged. An
-// error from fn or bad ends the scan and is returned.
+// unterminated last line that verifies whole is a record that lost only
+// its newline (an editor that saves without one, a copy cut by a byte):
+// it goes to fn, and the offset returned is its end (the caller adds the
+// newline before appending). An error from fn or bad ends the scan and is
+// returned.
 func Scan(r io.Reader, base int64, fn func(f Frame) error, bad func(d Damage) error) (int64, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	off := base
@@ -48,7 +52,14 @@ func Scan(r io.Reader, base int64, fn func(f Frame) error, bad func(d Damage) er
 			return off, fmt.Errorf("read master log: %w", err)
 		}
 		if line[len(line)-1] != '\n' {
-			return off, nil // torn tail
+			seq, verr := VerifyLine(line)
+			if verr != nil {
+				return off, nil // torn tail
+			}
+			if err := fn(Frame{Seq: seq, Start: off, End: off + int64(len(line)), Line: line}); err != nil {
+				return off, err
+			}
+			return off + int64(len(line)), nil
 		}
 		body := line[:len(line)-1]
 		seq, verr := VerifyLine(body)
