@@ -216,3 +216,54 @@ func TestAnUnusableDBFileNamesTheRepair(t *testing.T) {
 		})
 	}
 }
+
+// TestAnUndecodableRecordIsADamagedDB: a page overwritten on disk that
+// bbolt reads without noticing (its structure intact, a value garbled)
+// made the conversation's load fail with a decode error, which every
+// tool answered as "internal error". It is vc.db damage like any other:
+// the answer names `vc-mcp rebuild`, the other conversations are served,
+// scope "all" answers from them, and the rebuild brings everything back.
+func TestAnUndecodableRecordIsADamagedDB(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	ingest(t, s, "big", chat(50, t0))
+	ingest(t, s, "small", chat(4, t0))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(filepath.Join(dir, dbFile), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(convBucketName("big")).Bucket(bucketTurns).Put(seqKey(7), []byte("\xbf\x00garbled"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openTest(t, Options{Dir: dir})
+	if _, err := s.Status(ctx, "big"); !errors.Is(err, ErrStorage) || !strings.Contains(err.Error(), "vc-mcp rebuild --data-dir "+dir) {
+		t.Fatalf("status of the conversation with a garbled record: %v; want a StorageError naming the rebuild", err)
+	}
+	if _, err := s.Status(ctx, "small"); err != nil {
+		t.Errorf("status of an intact conversation: %v", err)
+	}
+	res, err := s.Recall(ctx, RecallRequest{Scope: ScopeAll, Message: "the vet appointment"})
+	if err != nil || !strings.Contains(res.Text, "big") {
+		t.Errorf("scope all with one conversation unreadable: %v\n%s\nwant an answer that names what it left out", err, res.Text)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Rebuild(ctx, Options{Dir: dir}, nil); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	if got := readable(t, s, "big"); len(got) != 50 {
+		t.Errorf("after the rebuild %d readable turns of big, want 50", len(got))
+	}
+}

@@ -322,11 +322,17 @@ func (s *Store) saveMeta(m convMeta) error {
 // load reads a conversation from bbolt and its master log.
 func (s *Store) load(ctx context.Context, id, path string) (*conv, error) {
 	var c *conv
+	var decodeErr error
 	if err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		c, err = loadConv(tx, id)
-		return err
+		c, decodeErr = loadConv(tx, id)
+		return decodeErr
 	}); err != nil {
+		if decodeErr != nil && !errors.Is(err, ErrStorage) {
+			// A record of the conversation in vc.db does not decode: a
+			// page overwritten on disk that bbolt read without noticing.
+			s.log.Error("vc.db: a record of a conversation does not decode: taken as damaged", "conversation", id, "err", err)
+			return nil, damagedDB(s.dataDir(), s.ro != nil, err)
+		}
 		return nil, err
 	}
 	l, err := masterlog.Open(path)
