@@ -12,7 +12,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -330,6 +329,9 @@ func (w *initWriter) failed() bool {
 // replacing each line longer than max bytes by a JSON-RPC error written to
 // out (through the same lock as every other write): the line is read
 // through and dropped, never held whole in memory, and serving goes on.
+// The error carries the request's id wherever it stands in the line
+// (clients that put it after the params are common), so the client's
+// wait ends.
 func lineCap(ctx context.Context, in io.Reader, out *lockedWriter, max int, log *slog.Logger) *io.PipeReader {
 	pr, pw := io.Pipe()
 	go func() {
@@ -341,15 +343,19 @@ func lineCap(ctx context.Context, in io.Reader, out *lockedWriter, max int, log 
 			case len(line)+len(chunk) <= max:
 				line = append(line, chunk...)
 			case line != nil || len(chunk) > 0:
-				// Over the limit: keep the head (for the id), drop the rest.
-				head := append(line, chunk...)[:min(len(line)+len(chunk), 4096)]
+				// Over the limit: read the rest through, looking for the
+				// id, and drop it.
+				var ids idScanner
+				ids.feed(line)
+				ids.feed(chunk)
 				n := int64(len(line) + len(chunk))
 				for errors.Is(err, bufio.ErrBufferFull) {
 					chunk, err = br.ReadSlice('\n')
+					ids.feed(chunk)
 					n += int64(len(chunk))
 				}
 				log.Warn("stdio: request line over the limit dropped", "bytes", n, "limit", max)
-				out.writeLine(oversizeError(head, n, max))
+				out.writeLine(oversizeError(ids.id(), n, max))
 				line = line[:0]
 				if err != nil {
 					pw.CloseWithError(err)
@@ -379,15 +385,99 @@ func lineCap(ctx context.Context, in io.Reader, out *lockedWriter, max int, log 
 	return pr
 }
 
-var idRE = regexp.MustCompile(`"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?[0-9]{1,20})`)
+// idScanner finds the value of a JSON object's top-level "id" member in
+// bytes fed to it piece by piece, holding nothing but that value (at most
+// maxIDBytes): an "id" inside the params (a message's own) is not it.
+type idScanner struct {
+	depth    int
+	inString bool
+	escaped  bool
+	// expectKey is set where a member name may start (after '{' or ','
+	// of the top-level object); key collects that name's first bytes.
+	expectKey, inKey, keyIsID bool
+	key                       []byte
+	// inValue is set while the top-level id's value is read into value.
+	inValue, valueDone bool
+	value              []byte
+	overflow           bool
+}
 
-// oversizeError is the JSON-RPC answer to a dropped line; its id is the
-// request's when it appears in the line's first bytes, else null.
-func oversizeError(head []byte, n int64, max int) []byte {
-	var id json.RawMessage = []byte("null")
-	if m := idRE.FindSubmatch(head); m != nil && json.Valid(m[1]) {
-		id = m[1]
+const maxIDBytes = 256
+
+func (s *idScanner) feed(b []byte) {
+	for _, c := range b {
+		if s.inValue {
+			if s.inString || c != ',' && c != '}' || s.depth > 1 {
+				if len(s.value) < maxIDBytes {
+					s.value = append(s.value, c)
+				} else {
+					s.overflow = true
+				}
+			}
+		}
+		if s.inString {
+			switch {
+			case s.escaped:
+				s.escaped = false
+			case c == '\\':
+				s.escaped = true
+			case c == '"':
+				s.inString = false
+				if s.inKey {
+					s.inKey = false
+					s.keyIsID = string(s.key) == "id"
+				}
+			default:
+				if s.inKey && len(s.key) < 3 {
+					s.key = append(s.key, c)
+				} else if s.inKey {
+					s.key = append(s.key[:0], 'x', 'x', 'x') // longer than "id"
+				}
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			s.inString = true
+			if s.depth == 1 && s.expectKey {
+				s.expectKey, s.inKey, s.keyIsID, s.key = false, true, false, s.key[:0]
+			}
+		case '{', '[':
+			s.depth++
+			if s.depth == 1 && c == '{' {
+				s.expectKey = true
+			}
+		case '}', ']':
+			if s.depth == 1 && s.inValue {
+				s.inValue, s.valueDone = false, true
+			}
+			s.depth--
+		case ':':
+			if s.depth == 1 && s.keyIsID && !s.valueDone {
+				s.inValue, s.value = true, s.value[:0]
+			}
+		case ',':
+			if s.depth == 1 {
+				if s.inValue {
+					s.inValue, s.valueDone = false, true
+				}
+				s.expectKey, s.keyIsID = true, false
+			}
+		}
 	}
+}
+
+// id is the top-level id found, or null.
+func (s *idScanner) id() json.RawMessage {
+	v := bytes.TrimSpace(s.value)
+	if !s.valueDone || s.overflow || !json.Valid(v) || len(v) == 0 || v[0] == '{' || v[0] == '[' {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(v)
+}
+
+// oversizeError is the JSON-RPC answer to a dropped line.
+func oversizeError(id json.RawMessage, n int64, max int) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0", "id": id,
 		"error": map[string]any{"code": -32600, "message": fmt.Sprintf(

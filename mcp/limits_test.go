@@ -388,3 +388,75 @@ func TestUnusedSessionsExpireSoon(t *testing.T) {
 		t.Errorf("live after the idle TTL: %d, want 0", got)
 	}
 }
+
+// TestIDScanner: the top-level id of a request, wherever it stands and
+// however the line is cut into pieces; never an id inside the params.
+func TestIDScanner(t *testing.T) {
+	tests := []struct {
+		name, line, want string
+	}{
+		{"id first", `{"jsonrpc":"2.0","id":7,"method":"ping"}`, `7`},
+		{"id last", `{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"messages":[{"id":"u1","content":"x"}]}},"id":12}`, `12`},
+		{"string id last", `{"method":"m","params":{"id":"inner"},"id":"abc-\"1\""}`, `"abc-\"1\""`},
+		{"spaces", `{ "id" : 42 , "method":"m"}`, `42`},
+		{"only inner ids", `{"method":"m","params":{"id":5,"x":[{"id":6}]}}`, `null`},
+		{"id in a string", `{"method":"m","params":{"q":"\"id\":9"}}`, `null`},
+		{"key containing id", `{"idx":3,"uuid":4,"method":"m"}`, `null`},
+		{"null id", `{"id":null,"method":"m"}`, `null`},
+		{"object id", `{"id":{"a":1},"method":"m"}`, `null`},
+		{"cut short", `{"method":"m","id":12`, `null`},
+		{"not an object", `[{"id":1}]`, `null`},
+	}
+	for _, tt := range tests {
+		for _, piece := range []int{1, 3, len(tt.line)} {
+			var s idScanner
+			for i := 0; i < len(tt.line); i += piece {
+				s.feed([]byte(tt.line[i:min(i+piece, len(tt.line))]))
+			}
+			if got := string(s.id()); got != tt.want {
+				t.Errorf("%s, fed %d byte(s) at a time: id %s, want %s", tt.name, piece, got, tt.want)
+			}
+		}
+	}
+}
+
+// TestStdioLineCapIDAfterParams: a client that puts the id after the
+// params (Python's json.dumps of a dict filled in that order) gets the
+// error under its id, so its wait ends; an id inside a message is not
+// taken for it.
+func TestStdioLineCapIDAfterParams(t *testing.T) {
+	const max = 1 << 20
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		_ = ServeStdioWith(ctx, NewServer(newFakeMemory(), Options{}), inR, outW, StdioOptions{MaxLineBytes: max})
+	}()
+	lines := make(chan map[string]any, 10)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			var m map[string]any
+			json.Unmarshal(sc.Bytes(), &m)
+			lines <- m
+		}
+	}()
+	fmt.Fprintln(inW, initBody)
+	<-lines
+	go func() {
+		io.WriteString(inW, `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"compact_context","arguments":{"messages":[{"role":"user","id":"m-1","content":"`)
+		io.Copy(inW, &endless{left: 2 * max})
+		io.WriteString(inW, "\"}]}},\"id\":31}\n")
+	}()
+	select {
+	case m := <-lines:
+		errObj, _ := m["error"].(map[string]any)
+		if m["id"] != float64(31) || errObj == nil || !strings.Contains(fmt.Sprint(errObj["message"]), "max_line_bytes") {
+			t.Fatalf("oversized line with its id last: got %v, want the max_line_bytes error under id 31", m)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer to the oversized request")
+	}
+	inW.Close()
+}
