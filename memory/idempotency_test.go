@@ -65,6 +65,19 @@ func TestIngestAlignsResends(t *testing.T) {
 			{[]string{"u:Q?", "u:yes"}, 2},
 			{[]string{"u:yes#m1", "u:yes#m2"}, 2},
 		}, []string{"u:Q?", "u:yes", "u:yes", "u:yes"}},
+		// A host that resends its history led by a system prompt that
+		// changes with every call (the time in it): the exchanges are
+		// stored once, the prompt once per content.
+		{"changing system prompt", []batch{
+			{[]string{"s:now 10:00", "u:plan the trip", "a:which city?"}, 3},
+			{[]string{"s:now 10:01", "u:plan the trip", "a:which city?", "u:Kyoto", "a:booked"}, 3},
+			{[]string{"s:now 10:02", "u:plan the trip", "a:which city?", "u:Kyoto", "a:booked", "u:thanks", "a:welcome"}, 3},
+			{[]string{"s:now 10:02", "u:plan the trip", "a:which city?", "u:Kyoto", "a:booked", "u:thanks", "a:welcome"}, 0},
+		}, []string{"s:now 10:00", "u:plan the trip", "a:which city?", "s:now 10:01", "u:Kyoto", "a:booked", "s:now 10:02", "u:thanks", "a:welcome"}},
+		{"same system prompt", []batch{
+			{[]string{"s:be brief", "u:plan the trip", "a:which city?"}, 3},
+			{[]string{"s:be brief", "u:plan the trip", "a:which city?", "u:Kyoto", "a:booked"}, 2},
+		}, []string{"s:be brief", "u:plan the trip", "a:which city?", "u:Kyoto", "a:booked"}},
 		// Ids the shared server's bridge stamps are not the client's: a
 		// resend under new stamped ids is still told by its content.
 		{"stamped ids", []batch{
@@ -86,8 +99,11 @@ func TestIngestAlignsResends(t *testing.T) {
 					for i, spec := range b.msgs {
 						text, id, _ := strings.Cut(spec[2:], "#")
 						role := "user"
-						if spec[0] == 'a' {
+						switch spec[0] {
+						case 'a':
 							role = "assistant"
+						case 's':
+							role = "system"
 						}
 						m := Message{Role: role, Content: jsonString(text), ID: id}
 						if withTime {

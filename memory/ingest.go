@@ -152,6 +152,9 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 	return res, nil
 }
 
+// roleSystem is the role of a host's instructions.
+const roleSystem = "system"
+
 // newInputs returns the indexes of the inputs that are not stored yet.
 // c.mu is held.
 //
@@ -171,37 +174,60 @@ func (s *Store) Ingest(ctx context.Context, req IngestRequest) (IngestResult, er
 // again later ("yes" to another question), or twice in one batch, are new
 // turns. A client that can resend a lone short message should give it an id
 // or a timestamp.
+//
+// System messages stand apart: a host that resends its history with every
+// call often leads it with a system prompt that changes each time (the
+// current time in it), so the runs above are lined up on the other
+// messages, on both sides, and a system message is stored once per
+// content.
 func (c *conv) newInputs(inputs []turnInput) []int {
 	// Resends are told by content (ids aside: a shared-server bridge stamps
 	// its own ids, and a client resending its history gets new ones); ids
 	// then make a retried call exact.
 	keys := make([]string, len(inputs))
+	var aligned []int // the inputs lined up against the stored turns
 	for i, in := range inputs {
 		keys[i] = inputKey("", hex.EncodeToString(in.Hash[:]))
+		if in.Role != roleSystem {
+			aligned = append(aligned, i)
+		}
 	}
-	var stored []string // the newest len(inputs) readable turns, oldest first
-	for seq := len(c.turns); seq > 0 && len(stored) < len(inputs); seq-- {
-		if t := c.turn(seq); !t.Damaged {
+	akeys := make([]string, len(aligned))
+	for j, i := range aligned {
+		akeys[j] = keys[i]
+	}
+	var stored []string // the newest readable turns, oldest first, system aside
+	for seq := len(c.turns); seq > 0 && len(stored) < len(akeys); seq-- {
+		if t := c.turn(seq); !t.Damaged && t.Role != roleSystem {
 			stored = append(stored, inputKey("", t.Hash))
 		}
 	}
 	slices.Reverse(stored)
 	skip := 0
-	for n := min(len(stored), len(keys)); n > 0; n-- {
-		if slices.Equal(stored[len(stored)-n:], keys[:n]) {
+	for n := min(len(stored), len(akeys)); n > 0; n-- {
+		if slices.Equal(stored[len(stored)-n:], akeys[:n]) {
 			skip = n
 			break
 		}
 	}
-	if skip < len(keys) && c.hasRun(keys) {
-		skip = len(keys)
+	if skip < len(akeys) && c.hasRun(akeys) {
+		skip = len(akeys)
+	}
+	resent := make([]bool, len(inputs))
+	for _, i := range aligned[:skip] {
+		resent[i] = true
 	}
 	var out []int
 	seen := map[string]bool{}
 	for i := range inputs {
 		in := inputs[i]
-		if i < skip && (in.ID == "" || strings.HasPrefix(in.ID, StampedIDPrefix)) {
+		if resent[i] && (in.ID == "" || strings.HasPrefix(in.ID, StampedIDPrefix)) {
 			continue // a resend, told by content
+		}
+		if in.Role == roleSystem && in.ID == "" {
+			if _, dup := c.hashes[keys[i][2:]]; dup || seen[keys[i]] {
+				continue // the same instructions again
+			}
 		}
 		if c.forgotten[keys[i][2:]] {
 			continue // forgotten: a resend or re-import never brings it back
@@ -232,9 +258,12 @@ func (c *conv) hasRun(keys []string) bool {
 	}
 	// match reports whether keys run from turn index i on, stepping over
 	// placeholders.
+	// aside are the turns runs step over: placeholders and system
+	// messages (see newInputs).
+	aside := func(i int) bool { return c.turns[i].Damaged || c.turns[i].Role == roleSystem }
 	match := func(i int) bool {
 		for _, k := range keys {
-			for i < len(c.turns) && c.turns[i].Damaged {
+			for i < len(c.turns) && aside(i) {
 				i++
 			}
 			if i == len(c.turns) || !c.turns[i].hasKey(k) {
@@ -245,7 +274,7 @@ func (c *conv) hasRun(keys []string) bool {
 		return true
 	}
 	first := 0
-	for first < len(c.turns) && c.turns[first].Damaged {
+	for first < len(c.turns) && aside(first) {
 		first++
 	}
 	if match(first) {
@@ -255,7 +284,7 @@ func (c *conv) hasRun(keys []string) bool {
 		return false
 	}
 	for i := first + 1; i+len(keys) <= len(c.turns); i++ {
-		if !c.turns[i].Damaged && c.turns[i].hasKey(keys[0]) && match(i) {
+		if !aside(i) && c.turns[i].hasKey(keys[0]) && match(i) {
 			return true
 		}
 	}
