@@ -342,7 +342,7 @@ func checkConversation(ctx context.Context, dir, id string, st *checkState, dbRe
 	quarantineFile := convFile("", quarantineDir, id, logExt)
 	path, legacy := masterLogFile(dir, id)
 	if legacy {
-		add(LevelNotice, "the next start renames it", "the master log has its old-style name (%s), which may clash with another id's on a case-insensitive file system", filepath.Base(path))
+		add(LevelNotice, "the next start renames it", "the master log has its old-style name (%s), which some file systems cannot hold apart (case-insensitive ones; Windows, for its device names)", filepath.Base(path))
 	}
 	f, size, err := openRegular(path)
 	switch {

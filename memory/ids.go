@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/vc-mcp/vc-mcp/internal/files"
 )
 
 const maxConversationIDLen = 128
@@ -34,7 +36,7 @@ func ValidateConversationID(id string) error {
 			escaped++
 		}
 	}
-	if n := len(id) + 2*escaped; n > maxFileNameLen {
+	if n := len(fileName(id)); n > maxFileNameLen {
 		return fmt.Errorf("%w: conversation_id %q is too long for a file name: each of its %d upper-case letters and colons is written as 3 characters in its files' names, %d in all, and the limit is %d; use fewer of them or a shorter id",
 			ErrInvalid, clip(id, 40), escaped, n, maxFileNameLen)
 	}
@@ -59,7 +61,7 @@ func fileName(conv string) string {
 	var b strings.Builder
 	for i := 0; i < len(conv); i++ {
 		c := conv[i]
-		if escapedInName(c) {
+		if escapedInName(c) || i == 0 && windowsDevice(conv) || i == len(conv)-1 && c == '.' {
 			fmt.Fprintf(&b, "%%%02X", c)
 			continue
 		}
@@ -67,6 +69,13 @@ func fileName(conv string) string {
 	}
 	return b.String()
 }
+
+// windowsDevice reports whether id, as a file name, would be one of the
+// devices Windows reserves whatever the extension ("con", "nul.x",
+// "com1"): fileName then writes its first byte %XX. (A name ending in '.'
+// is the other case Windows cannot hold, which drops the dot: fileName
+// writes that dot %2E.)
+func windowsDevice(id string) bool { return files.WindowsDevice(id) }
 
 // escapedInName says whether fileName writes byte c of an id as %XX
 // (three bytes).

@@ -17,6 +17,17 @@ func TestFileNamesAreCaseSafe(t *testing.T) {
 		{"Chat", "%43hat"},
 		{"proj:x", "proj%3Ax"},
 		{"Proj:X.1_a-b", "%50roj%3A%58.1_a-b"},
+		// Windows' device names, with or without an extension, and a
+		// trailing dot (which Windows drops).
+		{"con", "%63on"},
+		{"nul.txt", "%6Eul.txt"},
+		{"com1", "%63om1"},
+		{"lpt9.a.b", "%6Cpt9.a.b"},
+		{"AUX", "%41%55%58"},
+		{"console", "console"},
+		{"com10", "com10"},
+		{"a.", "a%2E"},
+		{"...", "..%2E"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
@@ -65,10 +76,52 @@ func FuzzFileName(f *testing.F) {
 		if got := idFromFileName(strings.ToLower(name)); got != id {
 			t.Fatalf("id %q -> file %q -> folded -> id %q", id, name, got)
 		}
-		if strings.ContainsAny(name, `/\:`) {
+		if strings.ContainsAny(name, `/\:`) || strings.HasSuffix(name, ".") {
 			t.Fatalf("file name %q", name)
 		}
+		if stem, _, _ := strings.Cut(strings.ToLower(name), "."); windowsDevice(stem) {
+			t.Fatalf("file name %q is a Windows device", name)
+		}
 	})
+}
+
+// TestDeviceNamedConversationMoves: a conversation named "con", stored
+// under that name by an earlier version (a file Windows cannot make), has
+// its log and its other files renamed at open, and keeps everything.
+func TestDeviceNamedConversationMoves(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	ingest(t, s, "con", chat(4, t0))
+	if _, err := s.Recall(context.Background(), RecallRequest{ConversationID: "con", Message: "the vet"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var moved []string
+	for _, sub := range []string{logsDir, decisionsDir, requestsDir} {
+		names, _ := filepath.Glob(filepath.Join(dir, sub, "%63on*"))
+		if len(names) != 1 {
+			t.Fatalf("%s holds %v, want one file of conversation con, named %%63on", sub, names)
+		}
+		old := filepath.Join(dir, sub, strings.Replace(filepath.Base(names[0]), "%63on", "con", 1))
+		if err := os.Rename(names[0], old); err != nil {
+			t.Fatal(err)
+		}
+		moved = append(moved, names[0])
+	}
+	if text, _ := checkText(t, dir); !strings.Contains(text, "old-style name") {
+		t.Errorf("check does not notice the old-style name:\n%s", text)
+	}
+	s = openTest(t, Options{Dir: dir})
+	for _, p := range moved {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("not renamed back at open: %v", err)
+		}
+	}
+	if got := readable(t, s, "con"); len(got) != 4 {
+		t.Fatalf("con has %d turns after the rename, want 4", len(got))
+	}
 }
 
 func TestChatAndchatKeepTheirOwnLogs(t *testing.T) {

@@ -376,7 +376,7 @@ func open(ctx context.Context, opts Options, ro *readOnly) (*Store, error) {
 		}
 	}
 	s.ix = ix
-	if err := migrateLogNames(filepath.Join(opts.Dir, logsDir), s.log); err != nil {
+	if err := migrateLogNames(opts.Dir, s.log); err != nil {
 		return fail(err)
 	}
 	s.markRequests() // before the line warmer opens a history
@@ -422,7 +422,8 @@ func (s *Store) initSchema() error {
 
 // migrateLogNames renames master logs named before upper-case letters were
 // escaped ("Chat.jsonl") to their case-safe names ("%43hat.jsonl").
-func migrateLogNames(dir string, log *slog.Logger) error {
+func migrateLogNames(dataDir string, log *slog.Logger) error {
+	dir := filepath.Join(dataDir, logsDir)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("list master logs: %w", err)
@@ -447,6 +448,26 @@ func migrateLogNames(dir string, log *slog.Logger) error {
 		}
 		log.Info("master log renamed to its case-safe name", "from", name, "to", want)
 		renamed = true
+		// The conversation's other files follow their log.
+		oldBase := strings.TrimSuffix(name, logExt)
+		for _, f := range []struct{ sub, ext string }{
+			{decisionsDir, decisionsExt}, {requestsDir, requestlog.Ext}, {quarantineDir, logExt}, {logsDir, ".gen"},
+		} {
+			from, to := filepath.Join(dataDir, f.sub, oldBase+f.ext), convFile(dataDir, f.sub, id, f.ext)
+			if _, err := os.Lstat(from); err != nil {
+				continue
+			}
+			if _, err := os.Lstat(to); err == nil {
+				log.Warn("a conversation file has an old-style name and its new name is taken; left as it is", "file", from, "new_name", to)
+				continue
+			}
+			if err := os.Rename(from, to); err != nil {
+				return fmt.Errorf("rename %s to %s: %w", from, to, err)
+			}
+			if err := files.SyncDir(filepath.Dir(to)); err != nil {
+				return err
+			}
+		}
 	}
 	if renamed {
 		return files.SyncDir(dir)

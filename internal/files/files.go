@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // OpenAppendOnly opens (creating, owner-only, with its directory) one of
@@ -179,4 +180,16 @@ func AtomicWrite(path string, data []byte) error {
 		return fmt.Errorf("rename %s: %w", path, err)
 	}
 	return nil
+}
+
+// WindowsDevice reports whether name, as a file or directory name, is one
+// of the devices Windows reserves whatever the case and the extension
+// ("con", "NUL.txt", "com1.log"): such a file cannot be made there.
+func WindowsDevice(name string) bool {
+	stem, _, _ := strings.Cut(strings.ToLower(name), ".")
+	switch stem {
+	case "con", "prn", "aux", "nul":
+		return true
+	}
+	return len(stem) == 4 && (strings.HasPrefix(stem, "com") || strings.HasPrefix(stem, "lpt")) && stem[3] >= '0' && stem[3] <= '9'
 }

@@ -176,6 +176,13 @@ func TestSafeName(t *testing.T) {
 		{"proj:vc-mcp_1.2", "proj_vc-mcp_1_2-"},
 		{"_untagged", "_untagged-"},
 		{"index.md", "index_md-"},
+		// Names a case-folding file system or Windows would not hold
+		// apart or at all.
+		{"Chat", "Chat-"},
+		{"chat", "chat"},
+		{"con", "con-"},
+		{"COM1", "COM1-"},
+		{"console", "console"},
 	}
 	seen := map[string]string{}
 	for _, tt := range tests {
@@ -187,6 +194,9 @@ func TestSafeName(t *testing.T) {
 			t.Errorf("SafeName(%q) and SafeName(%q) collide on %q", tt.in, other, got)
 		}
 		seen[got] = tt.in
+	}
+	if strings.EqualFold(SafeName("Chat"), SafeName("chat")) {
+		t.Error("Chat and chat share a directory on a case-insensitive file system")
 	}
 	if SafeName("a:b") == SafeName("a.b") {
 		t.Error("a:b and a.b collide")

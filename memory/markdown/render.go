@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vc-mcp/vc-mcp/internal/files"
 	"github.com/vc-mcp/vc-mcp/memory"
 	"go.yaml.in/yaml/v3"
 )
@@ -37,16 +38,21 @@ const untaggedDir = "_untagged"
 // SafeName maps a conversation id or tag to a directory name that is valid
 // on every platform: letters, digits, '-' and '_' are kept; anything else
 // becomes '_' and a short hash of the original is appended so that two
-// names never collide.
+// names never collide. A name with upper-case letters gets the hash too
+// ("Chat" and "chat" would share a directory on macOS and Windows), and
+// so does a Windows device name ("con").
 func SafeName(name string) string {
 	if name == "" {
 		return untaggedDir
 	}
 	var b strings.Builder
-	changed := false
+	changed := files.WindowsDevice(name)
 	for _, r := range name {
 		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+		case r >= 'A' && r <= 'Z':
+			b.WriteRune(r)
+			changed = true
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
 			b.WriteRune(r)
 		default:
 			b.WriteByte('_')
