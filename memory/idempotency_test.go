@@ -78,6 +78,25 @@ func TestIngestAlignsResends(t *testing.T) {
 			{[]string{"s:be brief", "u:plan the trip", "a:which city?"}, 3},
 			{[]string{"s:be brief", "u:plan the trip", "a:which city?", "u:Kyoto", "a:booked"}, 2},
 		}, []string{"s:be brief", "u:plan the trip", "a:which city?", "u:Kyoto", "a:booked"}},
+		// Through the shared server every message gets a stamped id: the
+		// same system prompt is still stored once.
+		{"stamped system prompt", []batch{
+			{[]string{"s:be brief#bridge:n1:1:0", "u:plan the trip#bridge:n1:1:1", "a:which city?#bridge:n1:1:2"}, 3},
+			{[]string{"s:be brief#bridge:n1:2:0", "u:plan the trip#bridge:n1:2:1", "a:which city?#bridge:n1:2:2", "u:Kyoto#bridge:n1:2:3", "a:booked#bridge:n1:2:4"}, 2},
+		}, []string{"s:be brief", "u:plan the trip", "a:which city?", "u:Kyoto", "a:booked"}},
+		// A host that gives ids to its user messages only: the answer
+		// after a new id'd message is new too, and a resent history
+		// before it is still told by its content.
+		{"user ids only", []batch{
+			{[]string{"u:yes#m1", "a:ok"}, 2},
+			{[]string{"u:yes#m2", "a:ok"}, 2},
+			{[]string{"u:yes#m3", "a:ok"}, 2},
+		}, []string{"u:yes", "a:ok", "u:yes", "a:ok", "u:yes", "a:ok"}},
+		{"user ids, whole history resent", []batch{
+			{[]string{"u:hi#m1", "a:hello"}, 2},
+			{[]string{"u:hi#m1", "a:hello", "u:bye#m2", "a:ciao"}, 2},
+			{[]string{"u:hi#m1", "a:hello", "u:bye#m2", "a:ciao"}, 0},
+		}, []string{"u:hi", "a:hello", "u:bye", "a:ciao"}},
 		// Ids the shared server's bridge stamps are not the client's: a
 		// resend under new stamped ids is still told by its content.
 		{"stamped ids", []batch{
@@ -108,10 +127,10 @@ func TestIngestAlignsResends(t *testing.T) {
 						m := Message{Role: role, Content: jsonString(text), ID: id}
 						if withTime {
 							key := spec
-							if tt.name == "stamped ids" {
+							if strings.HasPrefix(id, StampedIDPrefix) {
 								key = spec[:2] + text // stamped anew, sent at the same time
 							}
-							if tt.name == "repeated short answers" || tt.name == "same words twice in one batch" {
+							if tt.name == "repeated short answers" || tt.name == "same words twice in one batch" || tt.name == "user ids only" {
 								key = fmt.Sprintf("%s@%d.%d", spec, bi, i) // said again: a new time
 							}
 							if _, ok := at[key]; !ok {

@@ -179,16 +179,24 @@ const roleSystem = "system"
 // call often leads it with a system prompt that changes each time (the
 // current time in it), so the runs above are lined up on the other
 // messages, on both sides, and a system message is stored once per
-// content.
+// content. Messages under the client's own ids stand apart too, and the
+// first one whose id the conversation does not hold starts what is new:
+// a resent history comes before it, so nothing after it is a resend.
 func (c *conv) newInputs(inputs []turnInput) []int {
 	// Resends are told by content (ids aside: a shared-server bridge stamps
 	// its own ids, and a client resending its history gets new ones); ids
 	// then make a retried call exact.
 	keys := make([]string, len(inputs))
-	var aligned []int // the inputs lined up against the stored turns
+	firstNew := len(inputs)
 	for i, in := range inputs {
 		keys[i] = inputKey("", hex.EncodeToString(in.Hash[:]))
-		if in.Role != roleSystem {
+		if _, held := c.ids[in.ID]; clientID(in.ID) && !held && firstNew == len(inputs) {
+			firstNew = i
+		}
+	}
+	var aligned []int // the inputs lined up against the stored turns
+	for i, in := range inputs[:firstNew] {
+		if in.Role != roleSystem && !clientID(in.ID) {
 			aligned = append(aligned, i)
 		}
 	}
@@ -196,9 +204,9 @@ func (c *conv) newInputs(inputs []turnInput) []int {
 	for j, i := range aligned {
 		akeys[j] = keys[i]
 	}
-	var stored []string // the newest readable turns, oldest first, system aside
+	var stored []string // the newest readable turns, oldest first, those apart aside
 	for seq := len(c.turns); seq > 0 && len(stored) < len(akeys); seq-- {
-		if t := c.turn(seq); !t.Damaged && t.Role != roleSystem {
+		if t := c.turn(seq); !c.apart(t) {
 			stored = append(stored, inputKey("", t.Hash))
 		}
 	}
@@ -221,10 +229,10 @@ func (c *conv) newInputs(inputs []turnInput) []int {
 	seen := map[string]bool{}
 	for i := range inputs {
 		in := inputs[i]
-		if resent[i] && (in.ID == "" || strings.HasPrefix(in.ID, StampedIDPrefix)) {
+		if resent[i] {
 			continue // a resend, told by content
 		}
-		if in.Role == roleSystem && in.ID == "" {
+		if in.Role == roleSystem && !clientID(in.ID) {
 			if _, dup := c.hashes[keys[i][2:]]; dup || seen[keys[i]] {
 				continue // the same instructions again
 			}
@@ -258,9 +266,7 @@ func (c *conv) hasRun(keys []string) bool {
 	}
 	// match reports whether keys run from turn index i on, stepping over
 	// placeholders.
-	// aside are the turns runs step over: placeholders and system
-	// messages (see newInputs).
-	aside := func(i int) bool { return c.turns[i].Damaged || c.turns[i].Role == roleSystem }
+	aside := func(i int) bool { return c.apart(&c.turns[i]) }
 	match := func(i int) bool {
 		for _, k := range keys {
 			for i < len(c.turns) && aside(i) {
@@ -290,6 +296,16 @@ func (c *conv) hasRun(keys []string) bool {
 	}
 	return false
 }
+
+// apart reports whether runs of resent turns step over t (see newInputs):
+// a placeholder, a system message, a message under the client's own id.
+func (c *conv) apart(t *turnMeta) bool {
+	return t.Damaged || t.Role == roleSystem || clientID(t.ID)
+}
+
+// clientID reports whether id is a client's own message id (not empty, not
+// stamped by the shared server's bridge).
+func clientID(id string) bool { return id != "" && !strings.HasPrefix(id, StampedIDPrefix) }
 
 // hasKey reports whether inputKey("", t.Hash) == k, without building it.
 func (t *turnMeta) hasKey(k string) bool {
