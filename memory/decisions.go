@@ -415,6 +415,20 @@ func (s *Store) decisionsBehind(id string, m convMeta) bool {
 	return err == nil && st.Size() > m.DecisionsSize
 }
 
+// lastTurn is the highest turn number the decisions name (0 for none, or
+// a nil replay): a tag decision is written after its turn's record is in
+// the master log, so that many turns were stored.
+func (r *decisionReplay) lastTurn() int {
+	if r == nil {
+		return 0
+	}
+	last := 0
+	for seq := range r.tags {
+		last = max(last, seq)
+	}
+	return last
+}
+
 // replayedTags returns the recorded tags of recs and the indexes of the
 // records that have none (written before the log existed, or lost).
 func (r *decisionReplay) replayedTags(recs []masterlog.Record) ([]turnTags, []int) {

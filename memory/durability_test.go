@@ -543,3 +543,98 @@ func TestRebuildTakesSwappedRecords(t *testing.T) {
 		}
 	}
 }
+
+// Whole records with CRLF line ends (git's autocrlf, a Windows editor), or
+// spaces after them, or two that lost the newline between them, are each
+// their turn's record, for a start and a rebuild alike.
+func TestRecordsWithOtherLineEnds(t *testing.T) {
+	edits := map[string]func(t *testing.T, data []byte) []byte{
+		"crlf": func(_ *testing.T, data []byte) []byte { return bytes.ReplaceAll(data, []byte("\n"), []byte("\r\n")) },
+		"trailing spaces": func(_ *testing.T, data []byte) []byte {
+			return bytes.ReplaceAll(data, []byte("]\n"), []byte("]  \t\n"))
+		},
+		"two records joined": func(t *testing.T, data []byte) []byte {
+			_, hi := logLine(t, data, 3)
+			return append(data[:hi:hi], data[hi+1:]...)
+		},
+		"last two joined": func(t *testing.T, data []byte) []byte {
+			_, hi := logLine(t, data, 5)
+			return append(data[:hi:hi], data[hi+1:]...)
+		},
+	}
+	for name, edit := range edits {
+		for _, via := range []string{"start", "rebuild"} {
+			t.Run(name+"/"+via, func(t *testing.T) {
+				dir := t.TempDir()
+				s := openTest(t, Options{Dir: dir})
+				ingest(t, s, "c", chat(6, t0))
+				want := readable(t, s, "c")
+				path := s.logPath("c")
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				editFile(t, path, func(data []byte) []byte { return edit(t, data) })
+				if text, problems := checkText(t, dir); problems != 0 {
+					t.Errorf("check: %d problem(s):\n%s", problems, text)
+				}
+				if via == "rebuild" {
+					if err := Rebuild(context.Background(), Options{Dir: dir}, nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+				s = openTest(t, Options{Dir: dir})
+				if got := readable(t, s, "c"); !maps.Equal(got, want) || damaged(t, s, "c") != 0 {
+					t.Fatalf("%d readable turns, %d damaged; want the 6 as stored", len(got), damaged(t, s, "c"))
+				}
+				res := ingest(t, s, "c", []Message{msg("user", "Ana", "after the edit", t0.Add(time.Hour))})
+				if len(res.TurnIDs) != 1 || res.TurnIDs[0] != "t7" {
+					t.Fatalf("new turn ids %v, want [t7]", res.TurnIDs)
+				}
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				s = openTest(t, Options{Dir: dir})
+				if got := readable(t, s, "c"); len(got) != 7 {
+					t.Fatalf("after a restart %d readable turns, want 7", len(got))
+				}
+			})
+		}
+	}
+}
+
+// A log cut short with vc.db gone too: the decisions log still names the
+// turns that were stored, so they stay placeholders and their ids are
+// never given again.
+func TestCutLogWithoutVCDBKeepsTurnIDs(t *testing.T) {
+	for _, via := range []string{"start", "rebuild"} {
+		t.Run(via, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openTest(t, Options{Dir: dir})
+			ingest(t, s, "c", chat(20, t0))
+			path := s.logPath("c")
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			editFile(t, path, func(data []byte) []byte {
+				lo, _ := logLine(t, data, 13)
+				return data[:lo]
+			})
+			if err := os.Remove(filepath.Join(dir, dbFile)); err != nil {
+				t.Fatal(err)
+			}
+			if via == "rebuild" {
+				if err := Rebuild(context.Background(), Options{Dir: dir}, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s = openTest(t, Options{Dir: dir})
+			if got := readable(t, s, "c"); len(got) != 12 || damaged(t, s, "c") != 8 {
+				t.Fatalf("%d readable turns, %d damaged; want 12 and 8 placeholders", len(got), damaged(t, s, "c"))
+			}
+			res := ingest(t, s, "c", []Message{msg("user", "Ana", "after the cut", t0.Add(time.Hour))})
+			if len(res.TurnIDs) != 1 || res.TurnIDs[0] != "t21" {
+				t.Fatalf("new turn ids %v, want [t21]", res.TurnIDs)
+			}
+		})
+	}
+}

@@ -222,9 +222,10 @@ func (s *Store) reconcileLog(ctx context.Context, c *conv) error {
 			}
 		}
 	}
-	// A rebuild knows how many turns the vc.db it replaced had committed:
-	// those the log no longer holds stay placeholders.
-	floor := s.opts.turnFloor[c.id]
+	// A rebuild knows how many turns the vc.db it replaced had committed,
+	// and the decisions log names the turns it tagged: those the log no
+	// longer holds stay placeholders.
+	floor := max(s.opts.turnFloor[c.id], c.replay.lastTurn())
 	if len(fresh) == 0 && floor <= len(c.turns) {
 		return nil
 	}
@@ -243,7 +244,7 @@ func (s *Store) reconcileLog(ctx context.Context, c *conv) error {
 		ranges = append(ranges, [2]int64{fr.Start, fr.End})
 	}
 	if from := len(c.turns) + len(recs) + 1; from <= floor {
-		s.log.Warn("master log: turns vc.db had committed have no record in the log; they are kept as damaged placeholders (their ids are never given again)",
+		s.log.Warn("master log: stored turns have no record in the log; they are kept as damaged placeholders (their ids are never given again)",
 			"conversation", c.id, "from", turnID(from), "to", turnID(floor))
 		for seq := from; seq <= floor; seq++ {
 			recs = append(recs, masterlog.Record{Seq: seq})

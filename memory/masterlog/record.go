@@ -254,6 +254,13 @@ func verifyArray(line []byte) (int, error) {
 // reads its sequence number with seqOf.
 func checkSum(line []byte, bodyEnd int, closing byte, seqOf func([]byte) (int, bool)) (int, error) {
 	n := len(line)
+	// The checksum is written in lower-case hex: any other byte there is
+	// damage, even where it would parse (an 'F' for an 'f').
+	for _, c := range line[n-10 : n-2] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return 0, fmt.Errorf("%w: unreadable checksum", ErrDamaged)
+		}
+	}
 	want, err := strconv.ParseUint(string(line[n-10:n-2]), 16, 32)
 	if err != nil {
 		return 0, fmt.Errorf("%w: unreadable checksum", ErrDamaged)

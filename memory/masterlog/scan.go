@@ -33,13 +33,15 @@ type Damage struct {
 // to bad (when not nil) and the scan goes on with the next line (like
 // LevelDB's reader, it resynchronises at the next record boundary, and
 // inside a damaged line at a record that opens later in it and verifies).
-// It returns the offset after the last newline: bytes after it are an
-// unterminated last record, a torn tail that was never acknowledged. An
-// unterminated last line that verifies whole is a record that lost only
-// its newline (an editor that saves without one, a copy cut by a byte):
-// it goes to fn, and the offset returned is its end (the caller adds the
-// newline before appending). An error from fn or bad ends the scan and is
-// returned.
+// White space after a record (a CR of CRLF line ends, spaces an editor
+// left) is not part of it, and records that lost the newline between them
+// are each read. It returns the offset after the last newline: bytes
+// after it are an unterminated last record, a torn tail that was never
+// acknowledged. An unterminated last line that verifies whole is a record
+// that lost only its newline (an editor that saves without one, a copy cut
+// by a byte): it goes to fn, and the offset returned is the file's end
+// (the caller adds the newline before appending). An error from fn or bad
+// ends the scan and is returned.
 func Scan(r io.Reader, base int64, fn func(f Frame) error, bad func(d Damage) error) (int64, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	off := base
@@ -52,54 +54,74 @@ func Scan(r io.Reader, base int64, fn func(f Frame) error, bad func(d Damage) er
 			return off, fmt.Errorf("read master log: %w", err)
 		}
 		if line[len(line)-1] != '\n' {
-			seq, verr := VerifyLine(line)
+			body := bytes.TrimRight(line, trailingSpace)
+			seq, verr := VerifyLine(body)
 			if verr != nil {
 				return off, nil // torn tail
 			}
-			if err := fn(Frame{Seq: seq, Start: off, End: off + int64(len(line)), Line: line}); err != nil {
+			if err := fn(Frame{Seq: seq, Start: off, End: off + int64(len(body)), Line: body}); err != nil {
 				return off, err
 			}
 			return off + int64(len(line)), nil
 		}
-		body := line[:len(line)-1]
-		seq, verr := VerifyLine(body)
-		if verr == nil {
-			if err := fn(Frame{Seq: seq, Start: off, End: off + int64(len(body)), Line: body}); err != nil {
-				return off, err
-			}
-			off += int64(len(line))
-			continue
-		}
-		// Resynchronise inside the line: damage that ate a newline glues a
-		// good record to the bad bytes before it.
-		cut := -1
-		for i := 1; i < len(body); i++ {
-			j := recordOpening(body[i:])
-			if j < 0 {
-				break
-			}
-			i += j
-			if s, err := VerifyLine(body[i:]); err == nil {
-				cut, seq = i, s
-				break
-			}
-		}
-		end := len(body)
-		if cut >= 0 {
-			end = cut
-		}
-		if bad != nil {
-			if err := bad(Damage{Start: off, End: off + int64(end), Reason: verr.Error(), Data: body[:end]}); err != nil {
-				return off, err
-			}
-		}
-		if cut >= 0 {
-			if err := fn(Frame{Seq: seq, Start: off + int64(cut), End: off + int64(len(body)), Line: body[cut:]}); err != nil {
-				return off, err
-			}
+		if err := scanLine(line[:len(line)-1], off, fn, bad); err != nil {
+			return off, err
 		}
 		off += int64(len(line))
 	}
+}
+
+// trailingSpace is what may follow a record on its line.
+const trailingSpace = " \t\r"
+
+// scanLine reads the records of one complete line, its newline excluded,
+// at offset off: one record, or several that lost the newlines between
+// them, with damage before, between or after them.
+func scanLine(body []byte, off int64, fn func(f Frame) error, bad func(d Damage) error) error {
+	trimmed := bytes.TrimRight(body, trailingSpace)
+	if len(trimmed) == 0 && len(body) > 0 {
+		trimmed = body // a line of white space only is damage
+	}
+	seq, verr := VerifyLine(trimmed)
+	if verr == nil {
+		return fn(Frame{Seq: seq, Start: off, End: off + int64(len(trimmed)), Line: trimmed})
+	}
+	// Resynchronise inside the line: damage that ate a newline glues a
+	// good record to the bad bytes before it, and a lost newline glues two
+	// records.
+	cut := -1
+	for i := 1; i < len(body); i++ {
+		j := recordOpening(body[i:])
+		if j < 0 {
+			break
+		}
+		i += j
+		if _, err := VerifyLine(bytes.TrimRight(body[i:], trailingSpace)); err == nil {
+			cut = i
+			break
+		}
+	}
+	if cut < 0 {
+		if bad != nil {
+			return bad(Damage{Start: off, End: off + int64(len(body)), Reason: verr.Error(), Data: body})
+		}
+		return nil
+	}
+	head := body[:cut]
+	if _, err := VerifyLine(bytes.TrimRight(head, trailingSpace)); err == nil || recordOpening(head[1:]) >= 0 {
+		// The part before holds records of its own (or may).
+		if err := scanLine(head, off, fn, bad); err != nil {
+			return err
+		}
+	} else if bad != nil {
+		_, herr := VerifyLine(head)
+		if err := bad(Damage{Start: off, End: off + int64(cut), Reason: herr.Error(), Data: head}); err != nil {
+			return err
+		}
+	}
+	rest := bytes.TrimRight(body[cut:], trailingSpace)
+	seq, _ = VerifyLine(rest)
+	return fn(Frame{Seq: seq, Start: off + int64(cut), End: off + int64(cut) + int64(len(rest)), Line: rest})
 }
 
 // recordOpening returns the offset of the first place in b where a record
