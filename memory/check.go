@@ -475,8 +475,9 @@ func checkMasterLog(ctx context.Context, f *os.File, size int64, st *checkState,
 // checkDecisions verifies a conversation's decisions log against its
 // committed state st (nil when unknown).
 func checkDecisions(ctx context.Context, dir, id string, st *checkState, cc *ConversationCheck, add func(level, action, format string, args ...any)) error {
-	name := convFile("", decisionsDir, id, decisionsExt)
-	f, size, err := openRegular(filepath.Join(dir, name))
+	path, _ := legacyFile(dir, decisionsDir, id, decisionsExt)
+	name, _ := filepath.Rel(dir, path)
+	f, size, err := openRegular(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if st != nil && st.meta.DecisionsSize > 0 {
@@ -529,8 +530,15 @@ func checkDecisions(ctx context.Context, dir, id string, st *checkState, cc *Con
 // it is the old-style name (from before case-safe names) the next start
 // renames.
 func masterLogFile(dir, id string) (string, bool) {
-	path := convFile(dir, logsDir, id, logExt)
-	legacy := filepath.Join(dir, logsDir, id+logExt)
+	return legacyFile(dir, logsDir, id, logExt)
+}
+
+// legacyFile is the path of conversation id's file of one kind, and
+// whether it is the old-style name (the id itself) the next start renames
+// (migrateLogNames): check reads what is there.
+func legacyFile(dir, sub, id, ext string) (string, bool) {
+	path := convFile(dir, sub, id, ext)
+	legacy := filepath.Join(dir, sub, id+ext)
 	if legacy != path && !exists(path) && exists(legacy) {
 		return legacy, true
 	}
@@ -538,7 +546,8 @@ func masterLogFile(dir, id string) (string, bool) {
 }
 
 func quarantinePath(dir, id string) string {
-	return convFile(dir, quarantineDir, id, logExt)
+	path, _ := legacyFile(dir, quarantineDir, id, logExt)
+	return path
 }
 
 // openRegular opens path for reading if it is a regular file (following a

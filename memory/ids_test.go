@@ -110,8 +110,8 @@ func TestDeviceNamedConversationMoves(t *testing.T) {
 		}
 		moved = append(moved, names[0])
 	}
-	if text, _ := checkText(t, dir); !strings.Contains(text, "old-style name") {
-		t.Errorf("check does not notice the old-style name:\n%s", text)
+	if text, problems := checkText(t, dir); !strings.Contains(text, "old-style name") || problems != 0 {
+		t.Errorf("check on the old layout: %d problem(s):\n%s\nwant none, and a notice of the old-style name", problems, text)
 	}
 	s = openTest(t, Options{Dir: dir})
 	for _, p := range moved {
@@ -121,6 +121,22 @@ func TestDeviceNamedConversationMoves(t *testing.T) {
 	}
 	if got := readable(t, s, "con"); len(got) != 4 {
 		t.Fatalf("con has %d turns after the rename, want 4", len(got))
+	}
+	// A start cut short after the log's rename: the next one renames the
+	// rest.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range moved[1:] {
+		if err := os.Rename(p, filepath.Join(filepath.Dir(p), strings.Replace(filepath.Base(p), "%63on", "con", 1))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s = openTest(t, Options{Dir: dir})
+	for _, p := range moved {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("not renamed at the next open: %v", err)
+		}
 	}
 }
 

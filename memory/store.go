@@ -32,6 +32,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -420,57 +421,54 @@ func (s *Store) initSchema() error {
 	return nil
 }
 
-// migrateLogNames renames master logs named before upper-case letters were
-// escaped ("Chat.jsonl") to their case-safe names ("%43hat.jsonl").
+// convFileKinds are the files a conversation has, by sub-directory and
+// extension, each named fileName(id)+ext (see convFile).
+var convFileKinds = []struct{ sub, ext string }{
+	{logsDir, logExt}, {logsDir, ".gen"}, {decisionsDir, decisionsExt}, {quarantineDir, logExt},
+	{requestsDir, requestlog.Ext}, {requestsDir, requestlog.PlainExt}, {requestsDir, requestlog.MarkerExt},
+}
+
+// migrateLogNames renames the files of conversations named before their
+// names were made safe (upper-case letters, Windows' device names, a
+// trailing dot: see fileName). Each file is renamed on its own, so a
+// start that a crash cut short in the middle is finished by the next.
 func migrateLogNames(dataDir string, log *slog.Logger) error {
-	dir := filepath.Join(dataDir, logsDir)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return fmt.Errorf("list master logs: %w", err)
-	}
-	renamed := false
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, logExt) {
+	for _, k := range convFileKinds {
+		dir := filepath.Join(dataDir, k.sub)
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		id := idFromFileName(strings.TrimSuffix(name, logExt))
-		want := fileName(id) + logExt
-		if want == name || ValidateConversationID(id) != nil {
-			continue
+		if err != nil {
+			return fmt.Errorf("list %s: %w", k.sub, err)
 		}
-		if _, err := os.Lstat(filepath.Join(dir, want)); err == nil {
-			log.Warn("master log has an old-style name and its new name is taken; left as it is", "file", name, "new_name", want)
-			continue
-		}
-		if err := os.Rename(filepath.Join(dir, name), filepath.Join(dir, want)); err != nil {
-			return fmt.Errorf("rename master log %s to %s: %w", name, want, err)
-		}
-		log.Info("master log renamed to its case-safe name", "from", name, "to", want)
-		renamed = true
-		// The conversation's other files follow their log.
-		oldBase := strings.TrimSuffix(name, logExt)
-		for _, f := range []struct{ sub, ext string }{
-			{decisionsDir, decisionsExt}, {requestsDir, requestlog.Ext}, {quarantineDir, logExt}, {logsDir, ".gen"},
-		} {
-			from, to := filepath.Join(dataDir, f.sub, oldBase+f.ext), convFile(dataDir, f.sub, id, f.ext)
-			if _, err := os.Lstat(from); err != nil {
+		renamed := false
+		for _, e := range entries {
+			name := e.Name()
+			base, ok := strings.CutSuffix(name, k.ext)
+			if e.IsDir() || !ok || base == "" {
 				continue
 			}
-			if _, err := os.Lstat(to); err == nil {
-				log.Warn("a conversation file has an old-style name and its new name is taken; left as it is", "file", from, "new_name", to)
+			id := idFromFileName(base)
+			want := fileName(id) + k.ext
+			if want == name || ValidateConversationID(id) != nil {
 				continue
 			}
-			if err := os.Rename(from, to); err != nil {
-				return fmt.Errorf("rename %s to %s: %w", from, to, err)
+			if _, err := os.Lstat(filepath.Join(dir, want)); err == nil {
+				log.Warn("a conversation file has an old-style name and its new name is taken; left as it is", "file", filepath.Join(k.sub, name), "new_name", want)
+				continue
 			}
-			if err := files.SyncDir(filepath.Dir(to)); err != nil {
+			if err := os.Rename(filepath.Join(dir, name), filepath.Join(dir, want)); err != nil {
+				return fmt.Errorf("rename %s to %s: %w", filepath.Join(k.sub, name), want, err)
+			}
+			log.Info("conversation file renamed to its safe name", "from", filepath.Join(k.sub, name), "to", want)
+			renamed = true
+		}
+		if renamed {
+			if err := files.SyncDir(dir); err != nil {
 				return err
 			}
 		}
-	}
-	if renamed {
-		return files.SyncDir(dir)
 	}
 	return nil
 }
