@@ -215,6 +215,11 @@ func resourceError(log *slog.Logger, uri string, err error) error {
 	if errors.Is(err, memory.ErrInvalid) || errors.Is(err, memory.ErrNotFound) || errors.Is(err, memory.ErrTooLarge) {
 		return fmt.Errorf("%s: %w", uri, err)
 	}
+	if errors.Is(err, memory.ErrStorage) {
+		// A disk or a damaged vc.db: its message says what to do.
+		log.Error("resource read failed", "uri", uri, "err", err)
+		return fmt.Errorf("%s: %w", uri, err)
+	}
 	log.Error("resource read failed", "uri", uri, "err", err)
 	return fmt.Errorf("%s: internal error (details in the server log)", uri)
 }

@@ -562,4 +562,7 @@ type ConversationInfo struct {
 	Tokens    int       `json:"tokens"`
 	FirstSeen time.Time `json:"first_seen"`
 	LastSeen  time.Time `json:"last_seen"`
+	// Damaged, when set, says that the conversation's record in vc.db
+	// cannot be read, and what to run; its counts are then unknown.
+	Damaged string `json:"damaged,omitempty"`
 }

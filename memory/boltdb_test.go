@@ -224,6 +224,14 @@ func TestAnUnusableDBFileNamesTheRepair(t *testing.T) {
 // the answer names `vc-mcp rebuild`, the other conversations are served,
 // scope "all" answers from them, and the rebuild brings everything back.
 func TestAnUndecodableRecordIsADamagedDB(t *testing.T) {
+	for _, where := range []string{"turn", "header"} {
+		t.Run(where, func(t *testing.T) { testUndecodableRecord(t, where) })
+	}
+}
+
+// testUndecodableRecord garbles one of big's records in vc.db: a turn's,
+// or its header (which a start reads to find what to recover).
+func testUndecodableRecord(t *testing.T, where string) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := openTest(t, Options{Dir: dir})
@@ -237,6 +245,9 @@ func TestAnUndecodableRecordIsADamagedDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
+		if where == "header" {
+			return tx.Bucket(bucketConvs).Put([]byte("big"), []byte("\x00garbled"))
+		}
 		return tx.Bucket(convBucketName("big")).Bucket(bucketTurns).Put(seqKey(7), []byte("\xbf\x00garbled"))
 	}); err != nil {
 		t.Fatal(err)
@@ -251,6 +262,10 @@ func TestAnUndecodableRecordIsADamagedDB(t *testing.T) {
 	}
 	if _, err := s.Status(ctx, "small"); err != nil {
 		t.Errorf("status of an intact conversation: %v", err)
+	}
+	list, err := s.Conversations(ctx)
+	if err != nil || len(list) != 2 || !strings.Contains(list[0].Damaged, "vc-mcp rebuild") || list[1].Damaged != "" || list[1].Turns != 4 {
+		t.Errorf("conversations: %+v, %v; want big listed as damaged (naming the rebuild) and small as it is", list, err)
 	}
 	res, err := s.Recall(ctx, RecallRequest{Scope: ScopeAll, Message: "the vet appointment"})
 	if err != nil || !strings.Contains(res.Text, "big") {

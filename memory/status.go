@@ -129,18 +129,33 @@ func (s *Store) Conversations(ctx context.Context) ([]ConversationInfo, error) {
 		return nil, err
 	}
 	defer end()
-	var out []ConversationInfo
-	err = s.eachConversation(ctx, func(id string, c *conv) {
+	ids, err := s.conversationIDs()
+	if err != nil {
+		return nil, err
+	}
+	out := []ConversationInfo{}
+	for _, id := range ids {
+		c, err := s.conversation(ctx, id, false)
+		switch {
+		case err == nil:
+		case isNotFound(err) || errors.Is(err, ErrForbidden):
+			continue
+		case errors.Is(err, errDamagedDB):
+			// Listed, with what to do: the others are still listed.
+			out = append(out, ConversationInfo{ID: id, Damaged: err.Error()})
+			continue
+		default:
+			return out, err
+		}
+		c.mu.RLock()
 		info := ConversationInfo{ID: id, Turns: len(c.turns), Tokens: c.tokens}
 		if len(c.turns) > 0 {
 			info.FirstSeen, info.LastSeen = c.turns[0].When, c.turns[len(c.turns)-1].When
 		}
+		c.mu.RUnlock()
 		out = append(out, info)
-	})
-	if out == nil {
-		out = []ConversationInfo{}
 	}
-	return out, err
+	return out, nil
 }
 
 // eachConversation calls fn for every stored conversation, in id order,

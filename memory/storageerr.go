@@ -100,8 +100,11 @@ func damagedPage(dir string, snapshot bool, log *slog.Logger) func(*vcdb.PanicEr
 // damagedDB is the error of a damaged vc.db: what to run, and that the
 // master logs (what was acknowledged) are not in it.
 func damagedDB(dir string, snapshot bool, err error) error {
-	return &StorageError{Message: damagedMessage(dir, snapshot), Err: err}
+	return &StorageError{Message: damagedMessage(dir, snapshot), Err: errors.Join(errDamagedDB, err)}
 }
+
+// errDamagedDB marks the errors of damagedDB.
+var errDamagedDB = errors.New("vc.db is damaged")
 
 // damagedMessage says that vc.db in dir is damaged and who repairs it how:
 // whoever stops vc-mcp, or, for a read-only directory's copy (snapshot),

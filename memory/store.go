@@ -686,19 +686,28 @@ func (s *Store) recover(ctx context.Context) error {
 			return fmt.Errorf("stat %s: %w", name, err)
 		}
 		var meta convMeta
+		var decodeErr error
 		if err := s.db.View(func(tx *bolt.Tx) error {
 			if v := tx.Bucket(bucketConvs).Get([]byte(id)); v != nil {
-				return json.Unmarshal(v, &meta)
+				decodeErr = json.Unmarshal(v, &meta)
+				return decodeErr
 			}
 			return nil
-		}); err != nil {
+		}); err != nil && decodeErr == nil && !errors.Is(err, errDamagedDB) {
 			return fmt.Errorf("read conversation %s: %w", id, err)
+		} else if err != nil {
+			// Damage in vc.db costs this conversation, not the start: its
+			// calls say to run the rebuild, the others are served.
+			s.log.Error("vc.db: a conversation's record is damaged; its calls will say to run vc-mcp rebuild", "conversation", id, "err", err)
+			continue
 		}
 		// A conversation only behind in the index is left to the reconciler.
 		if info.Size() == meta.LogSize && !s.decisionsBehind(id, meta) {
 			continue
 		}
-		if _, err := s.conversation(ctx, id, true); err != nil {
+		if _, err := s.conversation(ctx, id, true); errors.Is(err, errDamagedDB) {
+			s.log.Error("vc.db: a conversation's record is damaged; its calls will say to run vc-mcp rebuild", "conversation", id, "err", err)
+		} else if err != nil {
 			return fmt.Errorf("recover conversation %s: %w", id, err)
 		}
 	}

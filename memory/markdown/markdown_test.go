@@ -183,6 +183,8 @@ func TestSafeName(t *testing.T) {
 		{"con", "con-"},
 		{"COM1", "COM1-"},
 		{"console", "console"},
+		// A name that looks like another's changed name is changed too.
+		{"con-1143da2b", "con-1143da2b-"},
 	}
 	seen := map[string]string{}
 	for _, tt := range tests {
@@ -194,6 +196,9 @@ func TestSafeName(t *testing.T) {
 			t.Errorf("SafeName(%q) and SafeName(%q) collide on %q", tt.in, other, got)
 		}
 		seen[got] = tt.in
+	}
+	if SafeName("con") != "con-1143da2b" {
+		t.Errorf("SafeName(con) = %q; the case above assumes con-1143da2b", SafeName("con"))
 	}
 	if strings.EqualFold(SafeName("Chat"), SafeName("chat")) {
 		t.Error("Chat and chat share a directory on a case-insensitive file system")

@@ -62,11 +62,30 @@ func SafeName(name string) string {
 	if strings.HasPrefix(name, "_") {
 		changed = true // "_untagged" and the like are ours
 	}
+	if looksHashed(name) {
+		changed = true // "con-1143da2b" is where "con" goes
+	}
 	if !changed {
 		return b.String()
 	}
 	sum := sha256.Sum256([]byte(name))
 	return b.String() + "-" + hex.EncodeToString(sum[:4])
+}
+
+// looksHashed reports whether name ends as SafeName's changed names do,
+// in "-" and 8 hex digits: such a name is changed too, so that it never
+// stands for another's.
+func looksHashed(name string) bool {
+	i := len(name) - 9
+	if i < 0 || name[i] != '-' {
+		return false
+	}
+	for _, c := range name[i+1:] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Render returns a conversation's files, keyed by slash-separated paths
