@@ -394,15 +394,28 @@ type idScanner struct {
 	escaped  bool
 	// expectKey is set where a member name may start (after '{' or ','
 	// of the top-level object); key collects that name's first bytes.
-	expectKey, inKey, keyIsID bool
-	key                       []byte
+	expectKey, inKey, keyIsID, keyLong bool
+	key                                []byte
 	// inValue is set while the top-level id's value is read into value.
 	inValue, valueDone bool
 	value              []byte
 	overflow           bool
 }
 
-const maxIDBytes = 256
+// maxIDBytes bounds the id kept; maxKeyBytes the member names compared.
+const (
+	maxIDBytes  = 4096
+	maxKeyBytes = 32
+)
+
+// keyIs reports whether the member name read (escapes and all) is name.
+func (s *idScanner) keyIs(name string) bool {
+	if !bytes.ContainsRune(s.key, '\\') {
+		return string(s.key) == name
+	}
+	var got string
+	return json.Unmarshal(append(append([]byte{'"'}, s.key...), '"'), &got) == nil && got == name
+}
 
 func (s *idScanner) feed(b []byte) {
 	for _, c := range b {
@@ -425,13 +438,15 @@ func (s *idScanner) feed(b []byte) {
 				s.inString = false
 				if s.inKey {
 					s.inKey = false
-					s.keyIsID = string(s.key) == "id"
+					s.keyIsID = !s.keyLong && s.keyIs("id")
 				}
-			default:
-				if s.inKey && len(s.key) < 3 {
-					s.key = append(s.key, c)
-				} else if s.inKey {
-					s.key = append(s.key[:0], 'x', 'x', 'x') // longer than "id"
+				continue
+			}
+			if s.inKey {
+				if len(s.key) < maxKeyBytes {
+					s.key = append(s.key, c) // raw, escapes and all: see keyIs
+				} else {
+					s.keyLong = true
 				}
 			}
 			continue
@@ -440,7 +455,7 @@ func (s *idScanner) feed(b []byte) {
 		case '"':
 			s.inString = true
 			if s.depth == 1 && s.expectKey {
-				s.expectKey, s.inKey, s.keyIsID, s.key = false, true, false, s.key[:0]
+				s.expectKey, s.inKey, s.keyIsID, s.keyLong, s.key = false, true, false, false, s.key[:0]
 			}
 		case '{', '[':
 			s.depth++
@@ -453,8 +468,9 @@ func (s *idScanner) feed(b []byte) {
 			}
 			s.depth--
 		case ':':
-			if s.depth == 1 && s.keyIsID && !s.valueDone {
-				s.inValue, s.value = true, s.value[:0]
+			if s.depth == 1 && s.keyIsID {
+				// The last id wins, as JSON decoders take it.
+				s.inValue, s.valueDone, s.overflow, s.value = true, false, false, s.value[:0]
 			}
 		case ',':
 			if s.depth == 1 {

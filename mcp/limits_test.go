@@ -406,6 +406,10 @@ func TestIDScanner(t *testing.T) {
 		{"object id", `{"id":{"a":1},"method":"m"}`, `null`},
 		{"cut short", `{"method":"m","id":12`, `null`},
 		{"not an object", `[{"id":1}]`, `null`},
+		{"the last id wins", `{"id":41,"method":"m","id":42}`, `42`},
+		{"escaped member name", `{"\u0069d":81,"method":"m"}`, `81`},
+		{"escaped quote in a key", `{"i\"d":1,"id":2}`, `2`},
+		{"long string id", `{"method":"m","id":"` + strings.Repeat("x", 300) + `"}`, `"` + strings.Repeat("x", 300) + `"`},
 	}
 	for _, tt := range tests {
 		for _, piece := range []int{1, 3, len(tt.line)} {
