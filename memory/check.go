@@ -196,7 +196,7 @@ func checkDB(dir, id string, rep *CheckReport) map[string]*checkState {
 	switch {
 	case errors.Is(err, bolt.ErrTimeout):
 		rep.DB = DBInUse
-		add(LevelNotice, "stop it (vc-mcp daemon stop) for a full check", "vc.db is held by a running vc-mcp, so the logs alone were checked")
+		add(LevelNotice, holderAdvice(dir), "vc.db is held by a running vc-mcp, so the logs alone were checked")
 		return nil
 	case vcdb.IsDamaged(err):
 		rep.DB = DBDamaged
@@ -531,6 +531,20 @@ func checkDecisions(ctx context.Context, dir, id string, st *checkState, cc *Con
 // renames.
 func masterLogFile(dir, id string) (string, bool) {
 	return legacyFile(dir, logsDir, id, logExt)
+}
+
+// holderAdvice says how to stop the process holding dir's vc.db for a
+// full check: the shared daemon stops on request; another process (a
+// `serve` of its own, a `serve --http`, a command) is named.
+func holderAdvice(dir string) string {
+	var h holder
+	if data, err := os.ReadFile(filepath.Join(dir, holderFile)); err != nil || json.Unmarshal(data, &h) != nil || h.PID <= 0 {
+		return "stop it (vc-mcp daemon stop, or the host's own vc-mcp) for a full check"
+	}
+	if args := strings.Fields(h.Command); len(args) > 1 && args[1] == "daemon" {
+		return fmt.Sprintf("stop it (vc-mcp daemon stop: pid %d is the shared server) for a full check", h.PID)
+	}
+	return fmt.Sprintf("stop pid %d (%s) for a full check", h.PID, h.Command)
 }
 
 // legacyFile is the path of conversation id's file of one kind, and

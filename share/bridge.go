@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -521,7 +522,8 @@ func withID(line []byte, id json.RawMessage) ([]byte, error) {
 }
 
 // stampMessageIDs gives every message of a compact_context call that has no
-// id one unique to this bridge, this request and its place in the batch, so
+// id one unique to this bridge, this request, its place in the batch and
+// its content, so
 // that re-sending the call after a hand-over (the previous server may have
 // stored it before it died) stores each message exactly once. Without ids,
 // a single new message sent again would be kept as a repeated message.
@@ -546,7 +548,11 @@ func (b *Bridge) stampMessageIDs(m message, line []byte) []byte {
 		if _, ok := msg["id"]; ok {
 			continue
 		}
-		id, _ := json.Marshal(fmt.Sprintf("%s%s:%s:%d", memory.StampedIDPrefix, b.nonce(), m.ID, i))
+		// The message's own digest too: a host that reuses a request id
+		// (JSON-RPC allows it once answered) sends other messages under it.
+		raw, _ := json.Marshal(msg)
+		sum := sha256.Sum256(raw)
+		id, _ := json.Marshal(fmt.Sprintf("%s%s:%s:%d:%x", memory.StampedIDPrefix, b.nonce(), m.ID, i, sum[:4]))
 		msg["id"] = id
 		changed = true
 	}

@@ -62,6 +62,17 @@ func TestStampMessageIDs(t *testing.T) {
 			}
 		})
 	}
+	// A host that reuses a request id once it is answered sends other
+	// messages under it: they get other ids.
+	first := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"compact_context","arguments":{"messages":[{"role":"user","content":"hello"}]}}}` + "\n"
+	second := strings.Replace(first, "hello", "goodbye", 1)
+	var m1, m2 message
+	if json.Unmarshal([]byte(first), &m1) != nil || json.Unmarshal([]byte(second), &m2) != nil {
+		t.Fatal("setup")
+	}
+	if got1, got2 := string(b.stampMessageIDs(m1, []byte(first))), string(b.stampMessageIDs(m2, []byte(second))); strings.Replace(got1, "hello", "goodbye", 1) == got2 {
+		t.Errorf("two calls under one request id got the same stamped ids:\n%s\n%s", got1, got2)
+	}
 	if got := b.stampMessageIDs(message{Params: json.RawMessage(`"x"`)}, []byte("not json\n")); string(got) != "not json\n" {
 		t.Errorf("an unparsable call was changed: %q", got)
 	}

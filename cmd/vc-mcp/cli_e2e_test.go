@@ -166,7 +166,7 @@ func TestCLIWhileHostConnected(t *testing.T) {
 	}
 	// check cannot read vc.db while the shared server holds it: it checks
 	// the logs and says so.
-	if out := cliOK(t, env, "", "check"); !strings.Contains(out, "vc.db: in_use") || !strings.Contains(out, "held by a running vc-mcp") || !strings.Contains(out, "2 records") || !strings.Contains(out, "0 problem(s)") {
+	if out := cliOK(t, env, "", "check"); !strings.Contains(out, "vc.db: in_use") || !strings.Contains(out, "held by a running vc-mcp") || !strings.Contains(out, "vc-mcp daemon stop: pid") || !strings.Contains(out, "2 records") || !strings.Contains(out, "0 problem(s)") {
 		t.Errorf("check while a host is connected:\n%s", out)
 	}
 	out, stderr, code := cliRun(t, env, "", "tags")

@@ -110,6 +110,15 @@ func TestLockWaitNamesHolder(t *testing.T) {
 	initialize(t, c) // the store is open
 	want := fmt.Sprintf("in use by pid %d", holder.Process.Pid)
 
+	// check reads the logs beside it, and names whom to stop for a full
+	// check (not the shared daemon's stop, which would not stop it).
+	cmd := exec.Command(binary, "check", "--data-dir", dir)
+	cmd.Env = childEnv(t)
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), fmt.Sprintf("stop pid %d (", holder.Process.Pid)) {
+		t.Errorf("check while pid %d holds the data directory:\n%s\nwant it named as the process to stop", holder.Process.Pid, out)
+	}
+
 	for _, args := range [][]string{
 		{"status"},
 		{"export", "--format", "jsonl", "--out", filepath.Join(t.TempDir(), "out.jsonl")},
