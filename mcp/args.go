@@ -50,7 +50,7 @@ type MessageArg struct {
 	Timestamp  string          `json:"timestamp,omitempty" jsonschema:"When the message was sent, RFC3339 (e.g. 2025-05-01T10:00:00Z). Omit for now."`
 	ToolCalls  json.RawMessage `json:"tool_calls,omitempty" jsonschema:"OpenAI-style tool calls made by an assistant message."`
 	ToolCallID string          `json:"tool_call_id,omitempty" jsonschema:"For a tool message: the id of the call it answers."`
-	ID         string          `json:"id,omitempty" jsonschema:"Optional unique id of the message: a message with an id is stored once per id, however often it is sent; the same words under a new id are a new message."`
+	ID         string          `json:"id,omitempty" jsonschema:"Optional unique id of the message: a message with an id is stored once per id, however often it is sent."`
 }
 
 // RecallArgs are recall_context's arguments.

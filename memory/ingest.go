@@ -158,45 +158,35 @@ const roleSystem = "system"
 // newInputs returns the indexes of the inputs that are not stored yet.
 // c.mu is held.
 //
-// A message with the client's own id is stored once per id, and only by
-// its id: the same words under a new id are a new message, wherever they
-// fall. One with an id the shared server's bridge stamped (StampedIDPrefix,
-// so that a call re-sent after a hand-over is exact) is also stored once
-// per id, and one with a timestamp once per role, name, content and
-// timestamp; for these, the resend rules below look at content alone, ids
-// aside. Messages without
-// either are matched only where a resend can be told from a new message: the longest run of stored turns at the end of
+// A message with an id (the client's, or one the shared server's bridge
+// stamped so that a call re-sent after a hand-over is exact) is stored
+// once per id, and one with a timestamp once per role, name, content and
+// timestamp; the resend rules below look at content, ids aside, since
+// some clients give their messages new ids each time they send their
+// history. Messages are matched only where a resend can be told from a new
+// message: the longest run of stored turns at the end of
 // the conversation that equals the start of the batch is a resend (a
 // client sending its whole history, or the last exchange again after a
 // retry); so is a batch of two or more that repeats the conversation from
 // its first turn, or of three or more that repeats a stretch of it (an
 // older window of the history sent again). Nothing else is a duplicate: the same words said
 // again later ("yes" to another question), or twice in one batch, are new
-// turns. A client that can resend a lone short message should give it an id
-// or a timestamp.
+// turns. One exception reads the ids: a lone message that repeats the last
+// stored one, both under the client's own ids and the ids differ, is new
+// (the client said "yes" again). A client that can resend a lone short
+// message should give it an id or a timestamp.
 //
 // System messages stand apart: a host that resends its history with every
 // call often leads it with a system prompt that changes each time (the
 // current time in it), so the runs above are lined up on the other
 // messages, on both sides, and a system message is stored once per
-// content. Messages under the client's own ids stand apart too, and the
-// first one whose id the conversation does not hold starts what is new:
-// a resent history comes before it, so nothing after it is a resend.
+// content.
 func (c *conv) newInputs(inputs []turnInput) []int {
-	// Resends are told by content (ids aside: a shared-server bridge stamps
-	// its own ids, and a client resending its history gets new ones); ids
-	// then make a retried call exact.
 	keys := make([]string, len(inputs))
-	firstNew := len(inputs)
+	var aligned []int // the inputs lined up against the stored turns
 	for i, in := range inputs {
 		keys[i] = inputKey("", hex.EncodeToString(in.Hash[:]))
-		if _, held := c.ids[in.ID]; clientID(in.ID) && !held && firstNew == len(inputs) {
-			firstNew = i
-		}
-	}
-	var aligned []int // the inputs lined up against the stored turns
-	for i, in := range inputs[:firstNew] {
-		if in.Role != roleSystem && !clientID(in.ID) {
+		if in.Role != roleSystem {
 			aligned = append(aligned, i)
 		}
 	}
@@ -204,18 +194,23 @@ func (c *conv) newInputs(inputs []turnInput) []int {
 	for j, i := range aligned {
 		akeys[j] = keys[i]
 	}
-	var stored []string // the newest readable turns, oldest first, those apart aside
+	var stored []*turnMeta // the newest readable turns, oldest first, system aside
 	for seq := len(c.turns); seq > 0 && len(stored) < len(akeys); seq-- {
 		if t := c.turn(seq); !c.apart(t) {
-			stored = append(stored, inputKey("", t.Hash))
+			stored = append(stored, t)
 		}
 	}
 	slices.Reverse(stored)
 	skip := 0
 	for n := min(len(stored), len(akeys)); n > 0; n-- {
-		if slices.Equal(stored[len(stored)-n:], akeys[:n]) {
+		if slices.EqualFunc(stored[len(stored)-n:], akeys[:n], func(t *turnMeta, k string) bool { return t.hasKey(k) }) {
 			skip = n
 			break
+		}
+	}
+	if skip == 1 {
+		if in, t := inputs[aligned[0]], stored[len(stored)-1]; clientID(in.ID) && clientID(t.ID) && in.ID != t.ID {
+			skip = 0 // said again, under a new id of the client's
 		}
 	}
 	if skip < len(akeys) && c.hasRun(akeys) {
@@ -298,9 +293,9 @@ func (c *conv) hasRun(keys []string) bool {
 }
 
 // apart reports whether runs of resent turns step over t (see newInputs):
-// a placeholder, a system message, a message under the client's own id.
+// a placeholder or a system message.
 func (c *conv) apart(t *turnMeta) bool {
-	return t.Damaged || t.Role == roleSystem || clientID(t.ID)
+	return t.Damaged || t.Role == roleSystem
 }
 
 // clientID reports whether id is a client's own message id (not empty, not
