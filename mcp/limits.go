@@ -385,6 +385,36 @@ func lineCap(ctx context.Context, in io.Reader, out *lockedWriter, max int, log 
 	return pr
 }
 
+// ReadRequestLine reads one line, its newline included, from br (as
+// bufio.Reader.ReadBytes does). A line over max bytes (max > 0) is read
+// through without being kept: line is nil, n is its length, and answer is
+// the JSON-RPC error to send back (without a newline), under the
+// request's own id. It is the
+// stdio line cap (see lineCap) for readers of their own, such as the
+// shared server's bridge.
+func ReadRequestLine(br *bufio.Reader, max int) (line, answer []byte, n int64, err error) {
+	for {
+		chunk, rerr := br.ReadSlice('\n')
+		if max <= 0 || len(line)+len(chunk) <= max {
+			line = append(line, chunk...)
+			if errors.Is(rerr, bufio.ErrBufferFull) {
+				continue
+			}
+			return line, nil, int64(len(line)), rerr
+		}
+		var ids idScanner
+		ids.feed(line)
+		ids.feed(chunk)
+		n = int64(len(line) + len(chunk))
+		for errors.Is(rerr, bufio.ErrBufferFull) {
+			chunk, rerr = br.ReadSlice('\n')
+			ids.feed(chunk)
+			n += int64(len(chunk))
+		}
+		return nil, oversizeError(ids.id(), n, max), n, rerr
+	}
+}
+
 // idScanner finds the value of a JSON object's top-level "id" member in
 // bytes fed to it piece by piece, holding nothing but that value (at most
 // maxIDBytes): an "id" inside the params (a message's own) is not it.

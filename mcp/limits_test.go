@@ -464,3 +464,23 @@ func TestStdioLineCapIDAfterParams(t *testing.T) {
 	}
 	inW.Close()
 }
+
+// TestReadRequestLine: the line cap for readers of their own (the shared
+// server's bridge): a line within the cap comes back whole, one over it is
+// read through and answered under its id, and the next line is intact.
+func TestReadRequestLine(t *testing.T) {
+	big := `{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"messages":[{"id":"m","content":"` + strings.Repeat("x", 200_000) + `"}]}},"id":9}` + "\n"
+	in := bufio.NewReaderSize(strings.NewReader(`{"id":1,"method":"ping"}`+"\n"+big+`{"id":2,"method":"ping"}`), 4096)
+	line, answer, _, err := ReadRequestLine(in, 64<<10)
+	if err != nil || answer != nil || string(line) != `{"id":1,"method":"ping"}`+"\n" {
+		t.Fatalf("first line: %q %q %v", line, answer, err)
+	}
+	line, answer, n, err := ReadRequestLine(in, 64<<10)
+	if err != nil || line != nil || n != int64(len(big)) || !strings.Contains(string(answer), `"id":9`) || !strings.Contains(string(answer), "max_line_bytes") {
+		t.Fatalf("oversized line: line %d bytes, n %d, answer %s, %v", len(line), n, answer, err)
+	}
+	line, answer, _, err = ReadRequestLine(in, 64<<10)
+	if err != io.EOF || answer != nil || string(line) != `{"id":2,"method":"ping"}` {
+		t.Fatalf("line after it: %q %q %v", line, answer, err)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/vc-mcp/vc-mcp/mcp"
 	"github.com/vc-mcp/vc-mcp/memory"
 )
 
@@ -41,6 +42,10 @@ type Bridge struct {
 	// annotations are used.
 	Local *mcpserver.MCPServer
 	Log   *slog.Logger
+	// MaxLineBytes caps a line from the host (0: no cap), as the stdio
+	// server's max_line_bytes: a longer one is read through without being
+	// kept and answered with an error.
+	MaxLineBytes int
 
 	outMu sync.Mutex
 	out   io.Writer
@@ -256,9 +261,13 @@ func (b *Bridge) drain(ctx context.Context, wait time.Duration) {
 }
 
 func (b *Bridge) readHost(ctx context.Context, stdin io.Reader) error {
-	r := bufio.NewReader(stdin)
+	r := bufio.NewReaderSize(stdin, 64<<10)
 	for {
-		line, err := r.ReadBytes('\n')
+		line, answer, n, err := mcp.ReadRequestLine(r, b.MaxLineBytes)
+		if answer != nil {
+			b.Log.Warn("stdio: request line over the limit dropped", "bytes", n, "limit", b.MaxLineBytes)
+			b.writeOut(append(answer, '\n'))
+		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			if len(line) == 0 || line[len(line)-1] != '\n' {
 				line = append(line, '\n')

@@ -33,7 +33,7 @@ func runBridge(ctx context.Context, cfg settings, args []string, stdin io.Reader
 	// Only the initialize answer and the tools' annotations of this server
 	// are used: it has no memory behind it.
 	local := mcp.NewServer(nil, mcp.Options{Version: buildVersion(), Logger: log, Sampling: sampling})
-	b := &share.Bridge{Config: shareConfig(cfg, args, log), Local: local, Log: log}
+	b := &share.Bridge{Config: shareConfig(cfg, args, log), Local: local, Log: log, MaxLineBytes: cfg.MaxLineBytes}
 	return b.Run(ctx, stdin, stdout)
 }
 

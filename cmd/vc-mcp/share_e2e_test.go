@@ -5,10 +5,12 @@ package main
 // working directory), driven by mcp-go clients.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -499,5 +501,53 @@ func TestDefaultDataDirWithoutHome(t *testing.T) {
 	}
 	if !strings.Contains(string(out), string(filepath.Separator)+"vc-mcp") || !strings.Contains(string(out), "serves") {
 		t.Errorf("got %q, want it to name the per-user data directory", out)
+	}
+}
+
+// TestSharedStdioLineCap: a host's `vc-mcp serve` that shares the
+// data directory applies max_line_bytes as the one that serves it alone
+// does: an over-long request is answered with the -32600 error under its
+// own id (written after its params, as Python clients write it), and the
+// next request is answered.
+func TestSharedStdioLineCap(t *testing.T) {
+	home := t.TempDir()
+	env := hostEnv(home, "VC_MAX_LINE_BYTES=4096")
+	stopOwner(t, env)
+	cmd := exec.Command(binary, "serve")
+	cmd.Env, cmd.Dir = env, "/"
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	lines := bufio.NewScanner(stdout)
+	answer := func() string {
+		t.Helper()
+		got := make(chan string, 1)
+		go func() {
+			if lines.Scan() {
+				got <- lines.Text()
+			}
+			close(got)
+		}()
+		select {
+		case l := <-got:
+			return l
+		case <-time.After(30 * time.Second):
+			t.Fatal("no answer in 30 s")
+			return ""
+		}
+	}
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
+	answer()
+	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"compact_context","arguments":{"messages":[{"role":"user","content":"`+strings.Repeat("x", 5000)+`"}]}},"id":31}`+"\n")
+	if got := answer(); !strings.Contains(got, `"id":31`) || !strings.Contains(got, "max_line_bytes") {
+		t.Fatalf("over-long request: %s; want the max_line_bytes error under id 31", got)
+	}
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":32,"method":"ping"}`+"\n")
+	if got := answer(); !strings.Contains(got, `"id":32`) || strings.Contains(got, "error") {
+		t.Fatalf("ping after it: %s", got)
 	}
 }
