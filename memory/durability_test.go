@@ -416,58 +416,6 @@ func checkText(t *testing.T, dir string) (string, int) {
 	return b.String(), rep.Problems
 }
 
-// A log whose last record lost only its newline (an editor that saves
-// without one, a copy cut by a byte) keeps that record, acknowledged and
-// whole: a start and a rebuild alike serve it, put the newline back, and
-// the next message gets the next id.
-func TestLostFinalNewlineKeepsTheRecord(t *testing.T) {
-	for _, via := range []string{"start", "rebuild"} {
-		t.Run(via, func(t *testing.T) {
-			dir := t.TempDir()
-			ctx := context.Background()
-			s := openTest(t, Options{Dir: dir})
-			ingest(t, s, "c", chat(6, t0))
-			path := s.logPath("c")
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			st, err := os.Stat(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Truncate(path, st.Size()-1); err != nil {
-				t.Fatal(err)
-			}
-			if text, problems := checkText(t, dir); problems != 0 || !strings.Contains(text, "lost its newline") {
-				t.Errorf("check before a start: %d problem(s):\n%s\nwant none, and a notice that the last record lost its newline", problems, text)
-			}
-			if via == "rebuild" {
-				if err := Rebuild(ctx, Options{Dir: dir}, nil); err != nil {
-					t.Fatal(err)
-				}
-			}
-			s = openTest(t, Options{Dir: dir})
-			if got := readable(t, s, "c"); len(got) != 6 || damaged(t, s, "c") != 0 {
-				t.Fatalf("%d readable turns, %d damaged; want all 6 and none damaged", len(got), damaged(t, s, "c"))
-			}
-			if data, err := os.ReadFile(path); err != nil || len(data) != int(st.Size()) || data[len(data)-1] != '\n' {
-				t.Fatalf("the log is %d bytes (was %d) and ends in %q; want its newline back: %v", len(data), st.Size(), data[len(data)-1:], err)
-			}
-			res := ingest(t, s, "c", []Message{msg("user", "Ana", "after the newline came back", t0.Add(time.Hour))})
-			if len(res.TurnIDs) != 1 || res.TurnIDs[0] != "t7" {
-				t.Fatalf("new turn ids %v, want [t7]", res.TurnIDs)
-			}
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			s = openTest(t, Options{Dir: dir})
-			if got := readable(t, s, "c"); len(got) != 7 {
-				t.Fatalf("after a restart %d readable turns, want 7", len(got))
-			}
-		})
-	}
-}
-
 // A rebuild after the log was cut short, before any start dealt with it,
 // keeps the turns vc.db had committed as damaged placeholders, as a start
 // would: their ids are never given again, and check keeps saying they
@@ -544,11 +492,15 @@ func TestRebuildTakesSwappedRecords(t *testing.T) {
 	}
 }
 
-// Whole records with CRLF line ends (git's autocrlf, a Windows editor), or
-// spaces after them, or two that lost the newline between them, are each
-// their turn's record, for a start and a rebuild alike.
+// Whole records in a log edited outside vc-mcp are each their turn's
+// record, for a start and a rebuild alike, and the next message gets the
+// next id: a last record that lost only its newline (an editor that saves
+// without one, a copy cut by a byte; the newline is put back and check
+// says so), CRLF line ends (git's autocrlf, a Windows editor), spaces
+// after a record, two records that lost the newline between them.
 func TestRecordsWithOtherLineEnds(t *testing.T) {
 	edits := map[string]func(t *testing.T, data []byte) []byte{
+		"final newline lost": func(_ *testing.T, data []byte) []byte { return data[:len(data)-1] },
 		"crlf": func(_ *testing.T, data []byte) []byte { return bytes.ReplaceAll(data, []byte("\n"), []byte("\r\n")) },
 		"trailing spaces": func(_ *testing.T, data []byte) []byte {
 			return bytes.ReplaceAll(data, []byte("]\n"), []byte("]  \t\n"))
@@ -574,8 +526,17 @@ func TestRecordsWithOtherLineEnds(t *testing.T) {
 					t.Fatal(err)
 				}
 				editFile(t, path, func(data []byte) []byte { return edit(t, data) })
-				if text, problems := checkText(t, dir); problems != 0 {
+				edited, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				text, problems := checkText(t, dir)
+				if problems != 0 {
 					t.Errorf("check: %d problem(s):\n%s", problems, text)
+				}
+				unterminated := edited[len(edited)-1] != '\n'
+				if unterminated && !strings.Contains(text, "lost its newline") {
+					t.Errorf("check does not say the last record lost its newline:\n%s", text)
 				}
 				if via == "rebuild" {
 					if err := Rebuild(context.Background(), Options{Dir: dir}, nil); err != nil {
@@ -585,6 +546,9 @@ func TestRecordsWithOtherLineEnds(t *testing.T) {
 				s = openTest(t, Options{Dir: dir})
 				if got := readable(t, s, "c"); !maps.Equal(got, want) || damaged(t, s, "c") != 0 {
 					t.Fatalf("%d readable turns, %d damaged; want the 6 as stored", len(got), damaged(t, s, "c"))
+				}
+				if now, err := os.ReadFile(path); unterminated && (err != nil || !bytes.Equal(now, append(edited, '\n'))) {
+					t.Fatalf("the log is %d bytes (%d edited) and ends in %q; want its newline back and nothing else changed: %v", len(now), len(edited), now[len(now)-1:], err)
 				}
 				res := ingest(t, s, "c", []Message{msg("user", "Ana", "after the edit", t0.Add(time.Hour))})
 				if len(res.TurnIDs) != 1 || res.TurnIDs[0] != "t7" {
