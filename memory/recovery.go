@@ -295,7 +295,7 @@ type logScan struct {
 	// log restored from a backup).
 	restored []int
 	// fresh are the records after the known turns (a crash between the
-	// log's fsync and the state's commit), in log order; gaps are the
+	// log's fsync and the state's commit), in turn order; gaps are the
 	// turn numbers they skip (first, last), which a load keeps as
 	// placeholders.
 	fresh []masterlog.Frame
