@@ -501,7 +501,7 @@ func TestRebuildTakesSwappedRecords(t *testing.T) {
 func TestRecordsWithOtherLineEnds(t *testing.T) {
 	edits := map[string]func(t *testing.T, data []byte) []byte{
 		"final newline lost": func(_ *testing.T, data []byte) []byte { return data[:len(data)-1] },
-		"crlf": func(_ *testing.T, data []byte) []byte { return bytes.ReplaceAll(data, []byte("\n"), []byte("\r\n")) },
+		"crlf":               func(_ *testing.T, data []byte) []byte { return bytes.ReplaceAll(data, []byte("\n"), []byte("\r\n")) },
 		"trailing spaces": func(_ *testing.T, data []byte) []byte {
 			return bytes.ReplaceAll(data, []byte("]\n"), []byte("]  \t\n"))
 		},
