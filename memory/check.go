@@ -549,7 +549,7 @@ func holderAdvice(dir string) string {
 
 // legacyFile is the path of conversation id's file of one kind, and
 // whether it is the old-style name (the id itself) the next start renames
-// (migrateLogNames): check reads what is there.
+// (migrateFileNames): check reads what is there.
 func legacyFile(dir, sub, id, ext string) (string, bool) {
 	path := convFile(dir, sub, id, ext)
 	legacy := filepath.Join(dir, sub, id+ext)

@@ -56,12 +56,15 @@ func turnID(seq int) string { return "t" + strconv.Itoa(seq) }
 // (case-insensitive file systems, macOS and Windows, would give "Chat" and
 // "chat" one file) are written %XX, the byte in upper-case hex. A name so
 // made has no literal upper-case letter, so folding its case loses
-// nothing: idFromFileName reads it back either way.
+// nothing: idFromFileName reads it back either way. Windows cannot hold
+// two more kinds of name: a device's ("con", "nul.txt", "com1":
+// files.WindowsDevice), whose first byte is written %XX, and one ending
+// in '.', whose last dot is written %2E.
 func fileName(conv string) string {
 	var b strings.Builder
 	for i := 0; i < len(conv); i++ {
 		c := conv[i]
-		if escapedInName(c) || i == 0 && windowsDevice(conv) || i == len(conv)-1 && c == '.' {
+		if escapedInName(c) || i == 0 && files.WindowsDevice(conv) || i == len(conv)-1 && c == '.' {
 			fmt.Fprintf(&b, "%%%02X", c)
 			continue
 		}
@@ -69,13 +72,6 @@ func fileName(conv string) string {
 	}
 	return b.String()
 }
-
-// windowsDevice reports whether id, as a file name, would be one of the
-// devices Windows reserves whatever the extension ("con", "nul.x",
-// "com1"): fileName then writes its first byte %XX. (A name ending in '.'
-// is the other case Windows cannot hold, which drops the dot: fileName
-// writes that dot %2E.)
-func windowsDevice(id string) bool { return files.WindowsDevice(id) }
 
 // escapedInName says whether fileName writes byte c of an id as %XX
 // (three bytes).

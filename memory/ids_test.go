@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vc-mcp/vc-mcp/internal/files"
 )
 
 func TestFileNamesAreCaseSafe(t *testing.T) {
@@ -79,7 +81,7 @@ func FuzzFileName(f *testing.F) {
 		if strings.ContainsAny(name, `/\:`) || strings.HasSuffix(name, ".") {
 			t.Fatalf("file name %q", name)
 		}
-		if stem, _, _ := strings.Cut(strings.ToLower(name), "."); windowsDevice(stem) {
+		if stem, _, _ := strings.Cut(strings.ToLower(name), "."); files.WindowsDevice(stem) {
 			t.Fatalf("file name %q is a Windows device", name)
 		}
 	})

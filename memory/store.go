@@ -377,7 +377,7 @@ func open(ctx context.Context, opts Options, ro *readOnly) (*Store, error) {
 		}
 	}
 	s.ix = ix
-	if err := migrateLogNames(opts.Dir, s.log); err != nil {
+	if err := migrateFileNames(opts.Dir, s.log); err != nil {
 		return fail(err)
 	}
 	s.markRequests() // before the line warmer opens a history
@@ -421,48 +421,54 @@ func (s *Store) initSchema() error {
 	return nil
 }
 
-// convFileKinds are the files a conversation has, by sub-directory and
-// extension, each named fileName(id)+ext (see convFile).
-var convFileKinds = []struct{ sub, ext string }{
-	{logsDir, logExt}, {logsDir, ".gen"}, {decisionsDir, decisionsExt}, {quarantineDir, logExt},
-	{requestsDir, requestlog.Ext}, {requestsDir, requestlog.PlainExt}, {requestsDir, requestlog.MarkerExt},
+// convFileExts are the files a conversation has: by sub-directory, the
+// extensions of its files there, each named fileName(id)+ext (convFile).
+var convFileExts = map[string][]string{
+	logsDir:       {logExt, ".gen"},
+	decisionsDir:  {decisionsExt},
+	quarantineDir: {logExt},
+	requestsDir:   {requestlog.Ext, requestlog.PlainExt, requestlog.MarkerExt},
 }
 
-// migrateLogNames renames the files of conversations named before their
+// migrateFileNames renames the files of conversations named before their
 // names were made safe (upper-case letters, Windows' device names, a
 // trailing dot: see fileName). Each file is renamed on its own, so a
 // start that a crash cut short in the middle is finished by the next.
-func migrateLogNames(dataDir string, log *slog.Logger) error {
-	for _, k := range convFileKinds {
-		dir := filepath.Join(dataDir, k.sub)
+// Each directory is read once.
+func migrateFileNames(dataDir string, log *slog.Logger) error {
+	for sub, exts := range convFileExts {
+		dir := filepath.Join(dataDir, sub)
 		entries, err := os.ReadDir(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("list %s: %w", k.sub, err)
+			return fmt.Errorf("list %s: %w", sub, err)
 		}
 		renamed := false
 		for _, e := range entries {
 			name := e.Name()
-			base, ok := strings.CutSuffix(name, k.ext)
-			if e.IsDir() || !ok || base == "" {
-				continue
+			for _, ext := range exts {
+				base, ok := strings.CutSuffix(name, ext)
+				if e.IsDir() || !ok || base == "" {
+					continue
+				}
+				id := idFromFileName(base)
+				want := fileName(id) + ext
+				if want == name || ValidateConversationID(id) != nil {
+					break
+				}
+				if _, err := os.Lstat(filepath.Join(dir, want)); err == nil {
+					log.Warn("a conversation file has an old-style name and its new name is taken; left as it is", "file", filepath.Join(sub, name), "new_name", want)
+					break
+				}
+				if err := os.Rename(filepath.Join(dir, name), filepath.Join(dir, want)); err != nil {
+					return fmt.Errorf("rename %s to %s: %w", filepath.Join(sub, name), want, err)
+				}
+				log.Info("conversation file renamed to its safe name", "from", filepath.Join(sub, name), "to", want)
+				renamed = true
+				break
 			}
-			id := idFromFileName(base)
-			want := fileName(id) + k.ext
-			if want == name || ValidateConversationID(id) != nil {
-				continue
-			}
-			if _, err := os.Lstat(filepath.Join(dir, want)); err == nil {
-				log.Warn("a conversation file has an old-style name and its new name is taken; left as it is", "file", filepath.Join(k.sub, name), "new_name", want)
-				continue
-			}
-			if err := os.Rename(filepath.Join(dir, name), filepath.Join(dir, want)); err != nil {
-				return fmt.Errorf("rename %s to %s: %w", filepath.Join(k.sub, name), want, err)
-			}
-			log.Info("conversation file renamed to its safe name", "from", filepath.Join(k.sub, name), "to", want)
-			renamed = true
 		}
 		if renamed {
 			if err := files.SyncDir(dir); err != nil {
