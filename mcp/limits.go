@@ -336,48 +336,22 @@ func lineCap(ctx context.Context, in io.Reader, out *lockedWriter, max int, log 
 	pr, pw := io.Pipe()
 	go func() {
 		br := bufio.NewReaderSize(in, 64<<10)
-		var line []byte
 		for {
-			chunk, err := br.ReadSlice('\n')
-			switch {
-			case len(line)+len(chunk) <= max:
-				line = append(line, chunk...)
-			case line != nil || len(chunk) > 0:
-				// Over the limit: read the rest through, looking for the
-				// id, and drop it.
-				var ids idScanner
-				ids.feed(line)
-				ids.feed(chunk)
-				n := int64(len(line) + len(chunk))
-				for errors.Is(err, bufio.ErrBufferFull) {
-					chunk, err = br.ReadSlice('\n')
-					ids.feed(chunk)
-					n += int64(len(chunk))
-				}
+			line, answer, n, err := ReadRequestLine(br, max)
+			if answer != nil {
 				log.Warn("stdio: request line over the limit dropped", "bytes", n, "limit", max)
-				out.writeLine(oversizeError(ids.id(), n, max))
-				line = line[:0]
-				if err != nil {
-					pw.CloseWithError(err)
-					return
-				}
-				continue
-			}
-			if errors.Is(err, bufio.ErrBufferFull) {
-				continue
+				out.writeLine(answer)
 			}
 			if len(line) > 0 {
 				if _, werr := pw.Write(line); werr != nil {
 					return
 				}
-				line = line[:0]
+			}
+			if err == nil {
+				err = ctx.Err()
 			}
 			if err != nil {
 				pw.CloseWithError(err)
-				return
-			}
-			if ctx.Err() != nil {
-				pw.CloseWithError(ctx.Err())
 				return
 			}
 		}
@@ -389,9 +363,8 @@ func lineCap(ctx context.Context, in io.Reader, out *lockedWriter, max int, log 
 // bufio.Reader.ReadBytes does). A line over max bytes (max > 0) is read
 // through without being kept: line is nil, n is its length, and answer is
 // the JSON-RPC error to send back (without a newline), under the
-// request's own id. It is the
-// stdio line cap (see lineCap) for readers of their own, such as the
-// shared server's bridge.
+// request's own id. lineCap reads the stdio server's lines with it, and
+// the shared server's bridge the host's.
 func ReadRequestLine(br *bufio.Reader, max int) (line, answer []byte, n int64, err error) {
 	for {
 		chunk, rerr := br.ReadSlice('\n')
