@@ -155,7 +155,7 @@ func (s *Store) reconcileLog(ctx context.Context, c *conv) error {
 	}
 	validEnd, fixes, damage, fresh, lost := sc.end, sc.moved, sc.damage, sc.fresh, sc.lost
 	if sc.unterminated {
-		if err := c.log.Terminate(validEnd); err != nil {
+		if err := c.log.AppendLines(validEnd, [][]byte{nil}); err != nil { // the newline alone
 			return err
 		}
 		s.log.Warn("master log: its last record had lost its newline; it is kept and the newline put back", "conversation", c.id, "offset", validEnd)

@@ -56,7 +56,7 @@
 // unterminated last line that does not verify is a torn tail (a crash
 // during an append that was never acknowledged): Scan returns where it
 // begins. One that verifies lost only its newline, and is kept
-// (Log.Terminate puts the newline back). A record read by
+// (an empty Log.AppendLines puts the newline back). A record read by
 // its byte range (Log.Read, Log.ReadContent) is verified too; a damaged
 // one is an error wrapping ErrDamaged, never served.
 //

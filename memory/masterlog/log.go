@@ -125,6 +125,7 @@ func (l *Log) Append(end int64, recs []Record) ([][2]int64, error) {
 
 // AppendLines appends verified master log lines (without newlines) at the
 // committed end and fsyncs, refusing a log that is not exactly that long.
+// One empty line ends a last record that lost its newline (see Scan).
 func (l *Log) AppendLines(end int64, lines [][]byte) error {
 	f, done, err := l.File()
 	if err != nil {
@@ -225,39 +226,6 @@ func (l *Log) Cut(n int64) error {
 	defer done()
 	if err := f.Truncate(n); err != nil {
 		return fmt.Errorf("cut master log %s: %w", l.path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync master log %s: %w", l.path, err)
-	}
-	return nil
-}
-
-// Terminate ends a log of size bytes whose last record lost its newline
-// (see Scan) with one, and fsyncs. A log of another size, or one that
-// ends in a newline already, is left as it is.
-func (l *Log) Terminate(size int64) error {
-	f, done, err := l.File()
-	if err != nil {
-		return err
-	}
-	defer done()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("stat master log: %w", err)
-	}
-	if size <= 0 || st.Size() != size {
-		return nil
-	}
-	last := make([]byte, 1)
-	if _, err := f.ReadAt(last, size-1); err != nil {
-		return fmt.Errorf("read master log %s: %w", l.path, err)
-	}
-	if last[0] == '\n' {
-		return nil
-	}
-	if _, err := files.WriteAt(f, []byte{'\n'}, size); err != nil {
-		_ = f.Truncate(size)
-		return fmt.Errorf("end master log %s with a newline: %w", l.path, err)
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("fsync master log %s: %w", l.path, err)
