@@ -416,42 +416,6 @@ func checkText(t *testing.T, dir string) (string, int) {
 	return b.String(), rep.Problems
 }
 
-// A rebuild after the log was cut short, before any start dealt with it,
-// keeps the turns vc.db had committed as damaged placeholders, as a start
-// would: their ids are never given again, and check keeps saying they
-// are lost.
-func TestRebuildKeepsCommittedTurns(t *testing.T) {
-	dir := t.TempDir()
-	ctx := context.Background()
-	s := openTest(t, Options{Dir: dir})
-	ingest(t, s, "c", chat(20, t0))
-	path := s.logPath("c")
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	editFile(t, path, func(data []byte) []byte {
-		lo, _ := logLine(t, data, 5)
-		return data[:lo]
-	})
-	if err := Rebuild(ctx, Options{Dir: dir}, nil); err != nil {
-		t.Fatal(err)
-	}
-	s = openTest(t, Options{Dir: dir})
-	if got := readable(t, s, "c"); len(got) != 4 || damaged(t, s, "c") != 16 {
-		t.Fatalf("after the rebuild: %d readable turns, %d damaged; want 4 and 16 placeholders", len(got), damaged(t, s, "c"))
-	}
-	res := ingest(t, s, "c", []Message{msg("user", "Ana", "after the rebuild", t0.Add(time.Hour))})
-	if len(res.TurnIDs) != 1 || res.TurnIDs[0] != "t21" {
-		t.Fatalf("new turn ids %v, want [t21] (t5-t20 were acknowledged; their ids are not reused)", res.TurnIDs)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if text, _ := checkText(t, dir); !strings.Contains(text, "16 turn(s) are damaged placeholders") {
-		t.Errorf("check after the rebuild does not list the lost turns:\n%s", text)
-	}
-}
-
 // Two whole records swapped by hand are both their turns' records: a
 // rebuild serves both, as a start does, and check finds nothing wrong.
 func TestRebuildTakesSwappedRecords(t *testing.T) {
@@ -566,13 +530,26 @@ func TestRecordsWithOtherLineEnds(t *testing.T) {
 	}
 }
 
-// A log cut short with vc.db gone too: the decisions log still names the
-// turns that were stored, so they stay placeholders and their ids are
-// never given again.
-func TestCutLogWithoutVCDBKeepsTurnIDs(t *testing.T) {
-	for _, via := range []string{"start", "rebuild"} {
-		t.Run(via, func(t *testing.T) {
+// A log cut short before any start dealt with it keeps the turns it lost
+// as damaged placeholders, after a rebuild as after a start: their ids are
+// never given again, and check keeps saying they are lost. The rebuild
+// reads how many turns the old vc.db committed; with vc.db gone too, the
+// decisions log still names the turns that were stored.
+func TestCutLogKeepsTurnIDs(t *testing.T) {
+	tests := []struct {
+		name    string
+		keep    int  // the records left of 20
+		dropDB  bool // vc.db deleted too
+		rebuild bool
+	}{
+		{"rebuild", 4, false, true},
+		{"vc.db gone, start", 12, true, false},
+		{"vc.db gone, rebuild", 12, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
+			ctx := context.Background()
 			s := openTest(t, Options{Dir: dir})
 			ingest(t, s, "c", chat(20, t0))
 			path := s.logPath("c")
@@ -580,24 +557,33 @@ func TestCutLogWithoutVCDBKeepsTurnIDs(t *testing.T) {
 				t.Fatal(err)
 			}
 			editFile(t, path, func(data []byte) []byte {
-				lo, _ := logLine(t, data, 13)
+				lo, _ := logLine(t, data, tt.keep+1)
 				return data[:lo]
 			})
-			if err := os.Remove(filepath.Join(dir, dbFile)); err != nil {
-				t.Fatal(err)
+			if tt.dropDB {
+				if err := os.Remove(filepath.Join(dir, dbFile)); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if via == "rebuild" {
-				if err := Rebuild(context.Background(), Options{Dir: dir}, nil); err != nil {
+			if tt.rebuild {
+				if err := Rebuild(ctx, Options{Dir: dir}, nil); err != nil {
 					t.Fatal(err)
 				}
 			}
 			s = openTest(t, Options{Dir: dir})
-			if got := readable(t, s, "c"); len(got) != 12 || damaged(t, s, "c") != 8 {
-				t.Fatalf("%d readable turns, %d damaged; want 12 and 8 placeholders", len(got), damaged(t, s, "c"))
+			lost := 20 - tt.keep
+			if got := readable(t, s, "c"); len(got) != tt.keep || damaged(t, s, "c") != lost {
+				t.Fatalf("%d readable turns, %d damaged; want %d and %d placeholders", len(got), damaged(t, s, "c"), tt.keep, lost)
 			}
 			res := ingest(t, s, "c", []Message{msg("user", "Ana", "after the cut", t0.Add(time.Hour))})
 			if len(res.TurnIDs) != 1 || res.TurnIDs[0] != "t21" {
-				t.Fatalf("new turn ids %v, want [t21]", res.TurnIDs)
+				t.Fatalf("new turn ids %v, want [t21] (t%d-t20 were acknowledged; their ids are not reused)", res.TurnIDs, tt.keep+1)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if text, _ := checkText(t, dir); !strings.Contains(text, fmt.Sprintf("%d turn(s) are damaged placeholders", lost)) {
+				t.Errorf("check afterwards does not list the lost turns:\n%s", text)
 			}
 		})
 	}
