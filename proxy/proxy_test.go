@@ -113,43 +113,51 @@ func systemText(t *testing.T, format proxy.Format, body []byte) string {
 	}
 }
 
+// sseData returns the data of each "data:" line of a client-side
+// streamed answer, "[DONE]" aside.
+func sseData(out []byte) []string {
+	var datas []string
+	for _, ev := range splitEvents(out) {
+		for _, line := range strings.Split(string(ev), "\n") {
+			if data, ok := strings.CutPrefix(line, "data: "); ok && data != "[DONE]" {
+				datas = append(datas, data)
+			}
+		}
+	}
+	return datas
+}
+
 // answerText pulls the assistant's text out of a client-side answer.
 func answerText(t *testing.T, format proxy.Format, stream bool, out []byte) string {
 	t.Helper()
 	if stream {
 		var b strings.Builder
-		for _, ev := range splitEvents(out) {
-			for _, line := range strings.Split(string(ev), "\n") {
-				data, ok := strings.CutPrefix(line, "data: ")
-				if !ok || data == "[DONE]" {
-					continue
-				}
-				var v struct {
+		for _, data := range sseData(out) {
+			var v struct {
+				Delta struct {
+					Text string `json:"text"`
+				} `json:"delta"`
+				Choices []struct {
 					Delta struct {
-						Text string `json:"text"`
+						Content string `json:"content"`
 					} `json:"delta"`
-					Choices []struct {
-						Delta struct {
-							Content string `json:"content"`
-						} `json:"delta"`
-					} `json:"choices"`
-					Candidates []struct {
-						Content struct {
-							Parts []struct {
-								Text string `json:"text"`
-							} `json:"parts"`
-						} `json:"content"`
-					} `json:"candidates"`
-				}
-				json.Unmarshal([]byte(data), &v)
-				b.WriteString(v.Delta.Text)
-				for _, c := range v.Choices {
-					b.WriteString(c.Delta.Content)
-				}
-				for _, c := range v.Candidates {
-					for _, p := range c.Content.Parts {
-						b.WriteString(p.Text)
-					}
+				} `json:"choices"`
+				Candidates []struct {
+					Content struct {
+						Parts []struct {
+							Text string `json:"text"`
+						} `json:"parts"`
+					} `json:"content"`
+				} `json:"candidates"`
+			}
+			json.Unmarshal([]byte(data), &v)
+			b.WriteString(v.Delta.Text)
+			for _, c := range v.Choices {
+				b.WriteString(c.Delta.Content)
+			}
+			for _, c := range v.Candidates {
+				for _, p := range c.Content.Parts {
+					b.WriteString(p.Text)
 				}
 			}
 		}

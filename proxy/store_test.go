@@ -87,69 +87,63 @@ func clientMessage(t *testing.T, format proxy.Format, stream bool, out []byte) a
 	blocks := map[int]map[string]any{}
 	var inputs = map[int]*strings.Builder{}
 	var parts []any // Gemini: each chunk's parts, as they came
-	for _, ev := range splitEvents(out) {
-		for _, line := range strings.Split(string(ev), "\n") {
-			data, ok := strings.CutPrefix(line, "data: ")
-			if !ok || data == "[DONE]" {
-				continue
-			}
-			var v struct {
-				Type         string         `json:"type"`
-				Index        int            `json:"index"`
-				ContentBlock map[string]any `json:"content_block"`
-				Delta        struct {
-					Type        string `json:"type"`
-					Text        string `json:"text"`
-					PartialJSON string `json:"partial_json"`
+	for _, data := range sseData(out) {
+		var v struct {
+			Type         string         `json:"type"`
+			Index        int            `json:"index"`
+			ContentBlock map[string]any `json:"content_block"`
+			Delta        struct {
+				Type        string `json:"type"`
+				Text        string `json:"text"`
+				PartialJSON string `json:"partial_json"`
+			} `json:"delta"`
+			Choices []struct {
+				Delta struct {
+					Content   string `json:"content"`
+					ToolCalls []struct {
+						Index    int    `json:"index"`
+						ID       string `json:"id"`
+						Function struct {
+							Name      string `json:"name"`
+							Arguments string `json:"arguments"`
+						} `json:"function"`
+					} `json:"tool_calls"`
 				} `json:"delta"`
-				Choices []struct {
-					Delta struct {
-						Content   string `json:"content"`
-						ToolCalls []struct {
-							Index    int    `json:"index"`
-							ID       string `json:"id"`
-							Function struct {
-								Name      string `json:"name"`
-								Arguments string `json:"arguments"`
-							} `json:"function"`
-						} `json:"tool_calls"`
-					} `json:"delta"`
-				} `json:"choices"`
-				Candidates []struct {
-					Content struct {
-						Parts []any `json:"parts"`
-					} `json:"content"`
-				} `json:"candidates"`
-			}
-			json.Unmarshal([]byte(data), &v)
-			for _, c := range v.Choices {
-				text.WriteString(c.Delta.Content)
-				for _, tc := range c.Delta.ToolCalls {
-					for len(calls) <= tc.Index {
-						calls = append(calls, map[string]any{"type": "function", "function": map[string]string{"name": "", "arguments": ""}})
-					}
-					fn := calls[tc.Index]["function"].(map[string]string)
-					if tc.ID != "" {
-						calls[tc.Index]["id"] = tc.ID
-					}
-					fn["name"] += tc.Function.Name
-					fn["arguments"] += tc.Function.Arguments
+			} `json:"choices"`
+			Candidates []struct {
+				Content struct {
+					Parts []any `json:"parts"`
+				} `json:"content"`
+			} `json:"candidates"`
+		}
+		json.Unmarshal([]byte(data), &v)
+		for _, c := range v.Choices {
+			text.WriteString(c.Delta.Content)
+			for _, tc := range c.Delta.ToolCalls {
+				for len(calls) <= tc.Index {
+					calls = append(calls, map[string]any{"type": "function", "function": map[string]string{"name": "", "arguments": ""}})
 				}
-			}
-			switch v.Type {
-			case "content_block_start":
-				blocks[v.Index] = v.ContentBlock
-				inputs[v.Index] = &strings.Builder{}
-			case "content_block_delta":
-				if v.Delta.Type == "text_delta" {
-					blocks[v.Index]["text"] = blocks[v.Index]["text"].(string) + v.Delta.Text
-				} else {
-					inputs[v.Index].WriteString(v.Delta.PartialJSON)
+				fn := calls[tc.Index]["function"].(map[string]string)
+				if tc.ID != "" {
+					calls[tc.Index]["id"] = tc.ID
 				}
+				fn["name"] += tc.Function.Name
+				fn["arguments"] += tc.Function.Arguments
 			}
-			for _, c := range v.Candidates {
-				parts = append(parts, c.Content.Parts...)
+		}
+		switch v.Type {
+		case "content_block_start":
+			blocks[v.Index] = v.ContentBlock
+			inputs[v.Index] = &strings.Builder{}
+		case "content_block_delta":
+			if v.Delta.Type == "text_delta" {
+				blocks[v.Index]["text"] = blocks[v.Index]["text"].(string) + v.Delta.Text
+			} else {
+				inputs[v.Index].WriteString(v.Delta.PartialJSON)
 			}
+		}
+		for _, c := range v.Candidates {
+			parts = append(parts, c.Content.Parts...)
 		}
 	}
 	switch format {
